@@ -1,0 +1,33 @@
+// Where this process sits in the job, read from the environment set by
+// `paisoar launch`/torchrun, Slurm's srun, or Open MPI's mpirun.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace paisoar::comm {
+
+struct RankInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string source;  // "torchrun", "slurm", "openmpi" or "default" (no variables set)
+};
+
+using EnvMap = std::map<std::string, std::string>;
+
+// Reads torchrun's variables first (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), then Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+// SLURM_NTASKS_PER_NODE, first host of SLURM_JOB_NODELIST), then Open MPI's
+// (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE). MASTER_ADDR/MASTER_PORT override
+// the derived master for Slurm and Open MPI. With none set: a single rank.
+// Throws std::invalid_argument naming the variable when one is malformed or missing.
+RankInfo rank_info_from_env(const EnvMap& env);
+// The same over the process environment.
+RankInfo rank_info_from_env();
+EnvMap process_env();
+
+}  // namespace paisoar::comm

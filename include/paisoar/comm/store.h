@@ -1,0 +1,45 @@
+// Store: the key-value rendezvous that ranks use to find each other (c10d's
+// TCPStore across processes, HashStore for ranks as threads in one process).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace paisoar::comm {
+
+namespace detail {
+struct StoreImpl;
+}
+
+// A cheap, copyable handle; copies share one store. Thread-safe.
+class Store {
+ public:
+  // In-process store for running N ranks as threads (tests).
+  static Store hash();
+  // TCP store at host:port. The server (rank 0) binds host:port (port 0 picks a
+  // free one, see port()); clients retry until `timeout`.
+  static Store tcp(const std::string& host, int port, bool is_server, int world_size,
+                   std::chrono::milliseconds timeout);
+
+  void set(const std::string& key, const std::string& value);
+  // Blocks until the key exists (up to the store's timeout).
+  std::string get(const std::string& key);
+  int64_t add(const std::string& key, int64_t delta);
+  bool check(const std::vector<std::string>& keys);
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  // The bound port of a TCP store (useful when it was created with port 0); -1 otherwise.
+  int port() const;
+  // A view of this store in which every key is prefixed with `prefix` + "/".
+  Store with_prefix(const std::string& prefix) const;
+
+  std::shared_ptr<detail::StoreImpl> impl() const { return impl_; }
+
+ private:
+  explicit Store(std::shared_ptr<detail::StoreImpl> impl);
+  std::shared_ptr<detail::StoreImpl> impl_;
+};
+
+}  // namespace paisoar::comm

@@ -1,0 +1,48 @@
+// Plain types shared by the communication layer: reduce operations, backends,
+// options, and the error every failed collective raises. No c10d types leak here.
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace paisoar::comm {
+
+enum class ReduceOp { Sum, Avg, Min, Max, Product };
+
+// Auto: Gloo for CPU tensors; NCCL for CUDA tensors in a CUDA build.
+enum class Backend { Auto, Gloo, Nccl };
+
+const char* to_string(ReduceOp op);
+const char* to_string(Backend backend);
+// Parses "auto", "gloo" or "nccl"; throws std::invalid_argument naming the value.
+Backend parse_backend(const std::string& name);
+
+struct CommOptions {
+  Backend backend = Backend::Auto;
+  // Every collective fails after this long instead of hanging (torch's default is 30 min).
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  // Before each collective, check that every rank issues the same operation on
+  // tensors of the same dtype and shape (one small allgather per collective).
+  // Turns a mismatch (which Gloo reports as a hang or a cryptic error) into an
+  // error naming both ranks' arguments. Also switched on by PAISOAR_CHECK_COLLECTIVES=1.
+  bool check_collectives = false;
+  // Address of the local network interface Gloo binds to. Empty: the address the
+  // route to the master uses (127.0.0.1 for a loopback master); GLOO_SOCKET_IFNAME wins.
+  std::string bind_address;
+};
+
+// Thrown by Work::wait() and by collectives that fail at submission. The message
+// names the operation, the group, this rank, and the likely cause.
+class CommError : public std::runtime_error {
+ public:
+  enum class Cause { PeerDied, Timeout, Mismatch, InvalidArgument, Other };
+  CommError(const std::string& message, Cause cause)
+      : std::runtime_error(message), cause_(cause) {}
+  Cause cause() const noexcept { return cause_; }
+
+ private:
+  Cause cause_;
+};
+
+}  // namespace paisoar::comm

@@ -1,0 +1,32 @@
+// Work: the handle every asynchronous collective returns. wait() blocks until the
+// operation finished on this rank and its result is in the output tensors.
+#pragma once
+
+#include <memory>
+
+namespace paisoar::comm {
+
+namespace detail {
+class WorkImpl;
+}
+
+// Thread safety: a Work may be waited on from one thread at a time. Dropping a
+// Work without waiting is allowed; the operation still completes (its tensors
+// are kept alive by the backend), but post-processing (AVG division, bf16
+// down-cast, reduce-scatter summation) only happens in wait().
+class Work {
+ public:
+  Work() = default;  // an already-completed no-op
+  explicit Work(std::shared_ptr<detail::WorkImpl> impl);
+
+  // Blocks until done. Throws CommError naming the operation, rank and cause.
+  // Calling wait() again after it returned is a no-op.
+  void wait();
+  // True when the backend finished (wait() would not block).
+  bool is_completed() const;
+
+ private:
+  std::shared_ptr<detail::WorkImpl> impl_;
+};
+
+}  // namespace paisoar::comm

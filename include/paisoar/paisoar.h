@@ -1,0 +1,5 @@
+// paisoar: training acceleration for LibTorch. Include this for everything.
+#pragma once
+
+#include "paisoar/comm.h"
+#include "paisoar/version.h"

@@ -1,0 +1,31 @@
+// Factories for the c10d process groups behind a Communicator. Which NCCL
+// factory is linked (real or a stub that explains how to get one) is chosen by
+// CMake (PAISOAR_CUDA), not by #if in the logic.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "src/comm/c10d_compat.h"
+
+namespace gloo::transport {
+class Device;
+}
+
+namespace paisoar::comm::detail {
+
+// The Gloo transport device bound to `address`, or to the interface named by
+// GLOO_SOCKET_IFNAME when that is set.
+std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& address);
+
+C10dGroupPtr make_gloo_group(const C10dStorePtr& store, int rank, int size,
+                             std::chrono::milliseconds timeout,
+                             const std::shared_ptr<::gloo::transport::Device>& device);
+
+// Throws std::runtime_error in builds without CUDA, saying how to build with it.
+C10dGroupPtr make_nccl_group(const C10dStorePtr& store, int rank, int size,
+                             std::chrono::milliseconds timeout);
+bool nccl_available();
+
+}  // namespace paisoar::comm::detail

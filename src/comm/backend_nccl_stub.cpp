@@ -1,0 +1,16 @@
+// NCCL factory for CPU-only builds: explains how to get a build with NCCL.
+#include <stdexcept>
+
+#include "src/comm/backend.h"
+
+namespace paisoar::comm::detail {
+
+C10dGroupPtr make_nccl_group(const C10dStorePtr&, int, int, std::chrono::milliseconds) {
+  throw std::runtime_error(
+      "the NCCL backend is not in this build of paisoar: configure with -DPAISOAR_CUDA=ON "
+      "and CMAKE_PREFIX_PATH pointing at a CUDA LibTorch, or use backend 'gloo'");
+}
+
+bool nccl_available() { return false; }
+
+}  // namespace paisoar::comm::detail

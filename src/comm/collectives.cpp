@@ -1,0 +1,126 @@
+// Data-movement collectives: broadcast, allgather (list and flat), barrier,
+// send and recv. Tensors travel as bytes, so every dtype works on Gloo.
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "paisoar/comm/communicator.h"
+#include "src/comm/staging.h"
+
+namespace paisoar::comm {
+
+using detail::byte_view;
+using detail::invalid;
+using detail::stage_output;
+using detail::WorkImpl;
+
+Work Communicator::broadcast(torch::Tensor tensor, int root) {
+  auto& s = *state_;
+  std::string ctx = detail::begin_collective(s, "broadcast", tensor, root);
+  if (root < 0 || root >= s.size) invalid(ctx, "root " + std::to_string(root) + " is not a rank");
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  if (s.size == 1 || tensor.numel() == 0) return Work(work);
+  at::Tensor buf = stage_output(tensor, *work);
+  std::vector<at::Tensor> bufs{byte_view(buf)};
+  ::c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  opts.timeout = s.options.timeout;
+  work->add(detail::submit(ctx, s, [&] { return s.backend_for(buf).broadcast(bufs, opts); }));
+  return Work(work);
+}
+
+Work Communicator::allgather(std::vector<torch::Tensor> outputs, torch::Tensor input) {
+  auto& s = *state_;
+  std::string ctx = detail::begin_collective(s, "allgather", input, 0);
+  if (static_cast<int>(outputs.size()) != s.size) {
+    invalid(ctx, "got " + std::to_string(outputs.size()) + " output tensors, need one per rank (" +
+                     std::to_string(s.size) + ")");
+  }
+  for (const auto& out : outputs) {
+    if (out.numel() != input.numel() || out.scalar_type() != input.scalar_type()) {
+      invalid(ctx, "every output must have the input's dtype and number of elements");
+    }
+  }
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  at::Tensor in = input.contiguous();
+  if (s.size == 1 || input.numel() == 0) {
+    if (s.size == 1) outputs[0].copy_(in.view_as(outputs[0]));
+    return Work(work);
+  }
+  std::vector<std::vector<at::Tensor>> outs(1);
+  for (auto& out : outputs) outs[0].push_back(byte_view(stage_output(out, *work)));
+  std::vector<at::Tensor> ins{byte_view(in)};
+  ::c10d::AllgatherOptions opts;
+  opts.timeout = s.options.timeout;
+  work->add(detail::submit(ctx, s, [&] { return s.backend_for(in).allgather(outs, ins, opts); }));
+  return Work(work);
+}
+
+Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
+  auto& s = *state_;
+  std::string ctx = detail::begin_collective(s, "allgather_into", input, 0);
+  if (output.numel() != input.numel() * s.size || output.scalar_type() != input.scalar_type()) {
+    invalid(ctx, "output must have the input's dtype and size() * input.numel() = " +
+                     std::to_string(input.numel() * s.size) + " elements, it has " +
+                     std::to_string(output.numel()));
+  }
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  at::Tensor in = input.contiguous();
+  if (s.size == 1 || input.numel() == 0) {
+    if (s.size == 1) output.copy_(in.view_as(output));
+    return Work(work);
+  }
+  at::Tensor flat = byte_view(stage_output(output, *work));
+  std::vector<std::vector<at::Tensor>> outs{flat.chunk(s.size)};
+  std::vector<at::Tensor> ins{byte_view(in)};
+  ::c10d::AllgatherOptions opts;
+  opts.timeout = s.options.timeout;
+  work->add(detail::submit(ctx, s, [&] { return s.backend_for(in).allgather(outs, ins, opts); }));
+  return Work(work);
+}
+
+Work Communicator::barrier() {
+  auto& s = *state_;
+  std::string ctx = detail::begin_collective(s, "barrier", at::Tensor(), 0);
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  if (s.size == 1) return Work(work);
+  ::c10d::BarrierOptions opts;
+  opts.timeout = s.options.timeout;
+  work->add(detail::submit(ctx, s, [&] { return s.gloo->barrier(opts); }));
+  return Work(work);
+}
+
+namespace {
+
+void check_peer(const detail::GroupState& s, const std::string& ctx, int peer) {
+  if (peer < 0 || peer >= s.size || peer == s.rank) {
+    invalid(ctx, "peer " + std::to_string(peer) + " must be another rank of this group (0.." +
+                     std::to_string(s.size - 1) + ")");
+  }
+}
+
+}  // namespace
+
+Work Communicator::send(torch::Tensor tensor, int peer, int tag) {
+  auto& s = *state_;
+  ++s.issued;  // point to point: not checked across all ranks
+  std::string ctx = s.describe("send to " + std::to_string(peer));
+  check_peer(s, ctx, peer);
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  at::Tensor buf = tensor.contiguous();
+  std::vector<at::Tensor> bufs{byte_view(buf)};
+  work->add(detail::submit(ctx, s, [&] { return s.backend_for(buf).send(bufs, peer, tag); }));
+  return Work(work);
+}
+
+Work Communicator::recv(torch::Tensor tensor, int peer, int tag) {
+  auto& s = *state_;
+  ++s.issued;
+  std::string ctx = s.describe("recv from " + std::to_string(peer));
+  check_peer(s, ctx, peer);
+  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  at::Tensor buf = stage_output(tensor, *work);
+  std::vector<at::Tensor> bufs{byte_view(buf)};
+  work->add(detail::submit(ctx, s, [&] { return s.backend_for(buf).recv(bufs, peer, tag); }));
+  return Work(work);
+}
+
+}  // namespace paisoar::comm

@@ -1,0 +1,139 @@
+// Communicator: creating groups (from the environment, from a store, subgroups)
+// and choosing the c10d backend for a tensor. Collectives are in collectives.cpp
+// and reductions.cpp.
+#include "paisoar/comm/communicator.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "src/comm/backend.h"
+#include "src/comm/bind_address.h"
+#include "src/comm/group_state.h"
+#include "src/comm/store_impl.h"
+
+namespace paisoar::comm {
+namespace detail {
+
+C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
+  bool cuda = tensor.defined() && tensor.is_cuda();
+  if (!cuda) {
+    if (options.backend == Backend::Nccl) {
+      throw CommError(describe("collective") +
+                          ": backend 'nccl' takes CUDA tensors but this one is on the CPU; "
+                          "move it with .to(torch::kCUDA) or use backend 'auto'",
+                      CommError::Cause::InvalidArgument);
+    }
+    return *gloo;
+  }
+  if (options.backend == Backend::Gloo) return *gloo;
+  if (!nccl) nccl = make_nccl_group(store.with_prefix("nccl").impl()->store, rank, size,
+                                    options.timeout);
+  return *nccl;
+}
+
+std::string GroupState::describe(const std::string& op) const {
+  return op + " #" + std::to_string(issued) + " on rank " + std::to_string(rank) +
+         " of group '" + name + "' (size " + std::to_string(size) + ")";
+}
+
+}  // namespace detail
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value && std::string(value) != "0";
+}
+
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<detail::GroupState> state)
+    : state_(std::move(state)) {}
+
+Communicator::~Communicator() = default;
+
+std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank, int size,
+                                                   const CommOptions& options) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw std::invalid_argument("Communicator::create: rank " + std::to_string(rank) +
+                                " is not in a group of size " + std::to_string(size));
+  }
+  auto state = std::make_unique<detail::GroupState>(store.with_prefix("world"));
+  state->rank = rank;
+  state->size = size;
+  state->name = "world";
+  for (int r = 0; r < size; ++r) state->global_ranks.push_back(r);
+  state->options = options;
+  if (env_flag("PAISOAR_CHECK_COLLECTIVES")) state->options.check_collectives = true;
+  std::string address = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
+  try {
+    state->gloo_device = detail::make_gloo_device(address);
+    state->gloo = detail::make_gloo_group(state->store.impl()->store, rank, size,
+                                          state->options.timeout, state->gloo_device);
+  } catch (const std::exception& e) {
+    throw CommError("could not form group 'world' as rank " + std::to_string(rank) + " of " +
+                        std::to_string(size) + " (bound to " + address + "): " + e.what() +
+                        "\n  check that all " + std::to_string(size) +
+                        " ranks were started with the same MASTER_ADDR/MASTER_PORT and that "
+                        "this address is reachable from the other nodes",
+                    CommError::Cause::Other);
+  }
+  return std::shared_ptr<Communicator>(new Communicator(std::move(state)));
+}
+
+std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& options) {
+  RankInfo info = rank_info_from_env();
+  Store store = Store::tcp(info.master_addr, info.master_port, info.rank == 0,
+                           info.world_size, options.timeout);
+  CommOptions resolved = options;
+  if (resolved.bind_address.empty()) {
+    resolved.bind_address = detail::local_address_towards(info.master_addr, info.master_port);
+  }
+  return create(store, info.rank, info.world_size, resolved);
+}
+
+std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
+  auto& parent = *state_;
+  std::sort(ranks.begin(), ranks.end());
+  std::string listed;
+  for (int r : ranks) listed += (listed.empty() ? "" : ",") + std::to_string(r);
+  if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() ||
+      ranks.front() < 0 || ranks.back() >= parent.size) {
+    throw std::invalid_argument("new_group([" + listed + "]) on group '" + parent.name +
+                                "' of size " + std::to_string(parent.size) +
+                                ": ranks must be distinct and in [0, " +
+                                std::to_string(parent.size) + ")");
+  }
+  std::string prefix = "g" + std::to_string(parent.groups_created++);
+  auto me = std::find(ranks.begin(), ranks.end(), parent.rank);
+  if (me == ranks.end()) return nullptr;
+
+  auto state = std::make_unique<detail::GroupState>(parent.store.with_prefix(prefix));
+  state->rank = static_cast<int>(me - ranks.begin());
+  state->size = static_cast<int>(ranks.size());
+  state->name = parent.name + "/" + prefix;
+  for (int r : ranks) state->global_ranks.push_back(parent.global_ranks[r]);
+  state->options = parent.options;
+  state->gloo_device = parent.gloo_device;
+  try {
+    state->gloo = detail::make_gloo_group(state->store.impl()->store, state->rank, state->size,
+                                          state->options.timeout, state->gloo_device);
+  } catch (const std::exception& e) {
+    throw CommError("could not form subgroup [" + listed + "] of '" + parent.name +
+                        "' on rank " + std::to_string(parent.rank) + ": " + e.what() +
+                        "\n  every rank must call new_group with the same ranks in the "
+                        "same order",
+                    CommError::Cause::Other);
+  }
+  return std::shared_ptr<Communicator>(new Communicator(std::move(state)));
+}
+
+int Communicator::rank() const { return state_->rank; }
+int Communicator::size() const { return state_->size; }
+const std::string& Communicator::name() const { return state_->name; }
+const std::vector<int>& Communicator::global_ranks() const { return state_->global_ranks; }
+const CommOptions& Communicator::options() const { return state_->options; }
+Store Communicator::store() const { return state_->store; }
+detail::GroupState& Communicator::state() { return *state_; }
+
+}  // namespace paisoar::comm

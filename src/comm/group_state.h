@@ -1,0 +1,55 @@
+// GroupState: what a Communicator owns (store, c10d groups, identity) and the
+// helpers every collective uses (backend choice, error context, call checks).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "paisoar/comm/store.h"
+#include "paisoar/comm/types.h"
+#include "src/comm/c10d_compat.h"
+
+namespace gloo::transport {
+class Device;
+}
+
+namespace paisoar::comm::detail {
+
+// Owned by one Communicator; mutated only by the thread that issues its
+// collectives (see Communicator's thread-safety contract).
+struct GroupState {
+  explicit GroupState(Store group_store) : store(std::move(group_store)) {}
+
+  Store store;  // already prefixed for this group
+  int rank = 0;
+  int size = 1;
+  std::string name;
+  std::vector<int> global_ranks;
+  CommOptions options;
+  std::shared_ptr<::gloo::transport::Device> gloo_device;
+  C10dGroupPtr gloo;  // always present
+  C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl)
+  int64_t groups_created = 0;
+  int64_t issued = 0;  // collectives issued so far; numbers them in errors
+
+  // The c10d group that runs collectives on tensors of `device`.
+  C10dGroup& backend_for(const at::Tensor& tensor);
+  // "allreduce #12 on rank 1 of group 'world' (size 2)", the prefix of every error.
+  std::string describe(const std::string& op) const;
+};
+
+// Called before each collective: numbers it and, when check_collectives is on,
+// verifies that every rank issues the same op over the same dtype and shape;
+// throws CommError(Mismatch) naming the differing ranks otherwise.
+// `tensor` may be undefined (barrier). `arg` is the root/peer/reduce op.
+std::string begin_collective(GroupState& state, const char* op, const at::Tensor& tensor,
+                             int64_t arg);
+
+// Wraps a failure at submission or completion into a CommError with the likely cause.
+[[noreturn]] void throw_comm_error(const std::string& context, const std::string& what,
+                                   std::chrono::milliseconds timeout);
+
+}  // namespace paisoar::comm::detail

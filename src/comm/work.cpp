@@ -1,0 +1,57 @@
+// Work and WorkImpl: waiting for collectives and finishing their results.
+#include "paisoar/comm/work.h"
+
+#include "paisoar/comm/types.h"
+#include "src/comm/group_state.h"
+#include "src/comm/work_impl.h"
+
+namespace paisoar::comm {
+
+Work::Work(std::shared_ptr<detail::WorkImpl> impl) : impl_(std::move(impl)) {}
+
+void Work::wait() {
+  if (impl_) impl_->wait();
+}
+
+bool Work::is_completed() const { return !impl_ || impl_->is_completed(); }
+
+namespace detail {
+
+void WorkImpl::wait() {
+  if (done_) {
+    if (error_) std::rethrow_exception(error_);
+    return;
+  }
+  done_ = true;
+  try {
+    for (auto& work : works_) {
+      try {
+        work->wait();
+      } catch (const std::exception& e) {
+        throw_comm_error(context_, e.what(), timeout_);
+      }
+    }
+    for (auto& child : children_) child->wait();
+    for (auto& step : steps_) step();
+  } catch (...) {
+    error_ = std::current_exception();
+    throw;
+  }
+  works_.clear();
+  children_.clear();
+  steps_.clear();
+}
+
+bool WorkImpl::is_completed() const {
+  if (done_) return true;
+  for (const auto& work : works_) {
+    if (!work->isCompleted()) return false;
+  }
+  for (const auto& child : children_) {
+    if (!child->is_completed()) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace paisoar::comm

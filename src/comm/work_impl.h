@@ -1,0 +1,40 @@
+// WorkImpl: a collective in flight, as c10d works to wait for plus the steps
+// that finish the result on this rank (AVG division, casts, local sums, copies).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/comm/c10d_compat.h"
+
+namespace paisoar::comm::detail {
+
+class WorkImpl {
+ public:
+  WorkImpl(std::string context, std::chrono::milliseconds timeout)
+      : context_(std::move(context)), timeout_(timeout) {}
+
+  const std::string& context() const { return context_; }
+  void add(C10dWorkPtr work) { works_.push_back(std::move(work)); }
+  void add(std::shared_ptr<WorkImpl> child) { children_.push_back(std::move(child)); }
+  // Runs after every added work and child completed, in the order added.
+  void then(std::function<void()> step) { steps_.push_back(std::move(step)); }
+
+  // Waits for works and children, then runs the steps once. A failure is
+  // rethrown as CommError, again on every later call.
+  void wait();
+  bool is_completed() const;
+
+ private:
+  std::string context_;
+  std::chrono::milliseconds timeout_;
+  std::vector<C10dWorkPtr> works_;
+  std::vector<std::shared_ptr<WorkImpl>> children_;
+  std::vector<std::function<void()>> steps_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace paisoar::comm::detail

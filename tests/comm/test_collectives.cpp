@@ -1,0 +1,196 @@
+// Collectives against a reference computed locally from every rank's input,
+// for several world sizes, dtypes and sizes, with ranks as threads.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tests/support/thread_ranks.h"
+
+using paisoar::comm::Communicator;
+using paisoar::comm::ReduceOp;
+using paisoar::testing::run_ranks;
+
+namespace {
+
+// Rank r's input: values on a 0.25 grid, so sums of up to 4 ranks are exact in
+// every dtype (bf16 included), plus a random part for float types checked with
+// a tolerance. The same (rank, numel) always gives the same tensor.
+torch::Tensor input_for(int rank, int64_t numel, torch::Dtype dtype, bool random = false) {
+  auto grid = (torch::arange(numel, torch::kDouble).remainder(13) + rank) * 0.25;
+  if (!torch::isFloatingType(dtype)) grid = torch::arange(numel, torch::kDouble).remainder(13) + rank * 7;
+  if (random) {
+    auto gen = at::detail::createCPUGenerator(1000 + rank);
+    grid = grid + at::randn({numel}, gen, torch::kDouble);
+  }
+  return grid.to(dtype);
+}
+
+double tolerance(torch::Dtype dtype) {
+  switch (dtype) {
+    case torch::kHalf: return 2e-2;
+    case torch::kBFloat16: return 5e-2;
+    case torch::kFloat: return 1e-5;
+    default: return 1e-12;
+  }
+}
+
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  auto diff = (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+  auto scale = std::max(1.0, want.to(torch::kDouble).abs().max().item<double>());
+  EXPECT_LE(diff, tol * scale) << what;
+}
+
+torch::Tensor reference(int world, int64_t numel, torch::Dtype dtype, ReduceOp op, bool random) {
+  std::vector<torch::Tensor> all;
+  for (int r = 0; r < world; ++r) all.push_back(input_for(r, numel, dtype, random).to(torch::kDouble));
+  auto stacked = torch::stack(all);
+  torch::Tensor out;
+  switch (op) {
+    case ReduceOp::Sum: out = stacked.sum(0); break;
+    case ReduceOp::Avg: out = stacked.sum(0) / world; break;
+    case ReduceOp::Min: out = std::get<0>(stacked.min(0)); break;
+    case ReduceOp::Max: out = std::get<0>(stacked.max(0)); break;
+    case ReduceOp::Product: out = stacked.prod(0); break;
+  }
+  return out.to(dtype);
+}
+
+const std::vector<int64_t> kSizes = {1, 7, 1000, 65537};
+
+class Collectives : public ::testing::TestWithParam<std::tuple<int, torch::Dtype>> {
+ protected:
+  int world() const { return std::get<0>(GetParam()); }
+  torch::Dtype dtype() const { return std::get<1>(GetParam()); }
+  bool floating() const { return torch::isFloatingType(dtype()); }
+};
+
+TEST_P(Collectives, AllreduceMatchesReference) {
+  std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+  if (floating()) ops.push_back(ReduceOp::Avg);
+  run_ranks(world(), [&](int rank, std::shared_ptr<Communicator> comm) {
+    for (bool random : {false, true}) {
+      if (random && !floating()) continue;
+      for (auto op : ops) {
+        for (int64_t numel : kSizes) {
+          auto t = input_for(rank, numel, dtype(), random);
+          comm->allreduce(t, op).wait();
+          auto want = reference(world(), numel, dtype(), op, random);
+          double tol = random ? tolerance(dtype()) : 1e-12;
+          if (op == ReduceOp::Avg) tol = std::max(tol, tolerance(dtype()));
+          expect_close(t, want, tol,
+                       std::string("allreduce ") + to_string(op) + " n=" + std::to_string(numel));
+        }
+      }
+    }
+  });
+}
+
+TEST_P(Collectives, ReduceScatterMatchesReference) {
+  std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Max};
+  if (floating()) ops.push_back(ReduceOp::Avg);
+  run_ranks(world(), [&](int rank, std::shared_ptr<Communicator> comm) {
+    for (auto op : ops) {
+      for (int64_t chunk : kSizes) {
+        auto in = input_for(rank, chunk * world(), dtype());
+        auto out = torch::full({chunk}, 99, dtype());
+        comm->reduce_scatter(out, in, op).wait();
+        auto want = reference(world(), chunk * world(), dtype(), op, false).narrow(0, rank * chunk, chunk);
+        expect_close(out, want, op == ReduceOp::Avg ? tolerance(dtype()) : 1e-12,
+                     std::string("reduce_scatter ") + to_string(op));
+      }
+    }
+  });
+}
+
+TEST_P(Collectives, AllgatherBroadcastAndSendRecvAreExact) {
+  run_ranks(world(), [&](int rank, std::shared_ptr<Communicator> comm) {
+    for (int64_t numel : kSizes) {
+      auto mine = input_for(rank, numel, dtype(), floating());
+      // Flat allgather.
+      auto flat = torch::zeros({world() * numel}, dtype());
+      comm->allgather_into(flat, mine).wait();
+      // List allgather.
+      std::vector<torch::Tensor> parts;
+      for (int r = 0; r < world(); ++r) parts.push_back(torch::zeros({numel}, dtype()));
+      comm->allgather(parts, mine).wait();
+      for (int r = 0; r < world(); ++r) {
+        auto want = input_for(r, numel, dtype(), floating());
+        EXPECT_TRUE(torch::equal(flat.narrow(0, r * numel, numel), want)) << "allgather_into";
+        EXPECT_TRUE(torch::equal(parts[r], want)) << "allgather";
+      }
+      // Broadcast from every root.
+      for (int root = 0; root < world(); ++root) {
+        auto t = input_for(rank, numel, dtype(), floating());
+        comm->broadcast(t, root).wait();
+        EXPECT_TRUE(torch::equal(t, input_for(root, numel, dtype(), floating()))) << "root " << root;
+      }
+      // A ring of send/recv.
+      if (world() > 1) {
+        int next = (rank + 1) % world(), prev = (rank + world() - 1) % world();
+        auto got = torch::zeros({numel}, dtype());
+        auto sent = comm->send(mine, next, 7);
+        comm->recv(got, prev, 7).wait();
+        sent.wait();
+        EXPECT_TRUE(torch::equal(got, input_for(prev, numel, dtype(), floating()))) << "recv";
+      }
+    }
+    comm->barrier().wait();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldsAndDtypes, Collectives,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(torch::kFloat, torch::kDouble, torch::kHalf,
+                                         torch::kBFloat16, torch::kInt, torch::kLong)),
+    [](const auto& info) {
+      return "w" + std::to_string(std::get<0>(info.param)) + "_" +
+             std::string(c10::toString(std::get<1>(info.param)));
+    });
+
+TEST(CollectivesMisc, CoalescedAllreduceOfMixedDtypes) {
+  run_ranks(3, [](int rank, std::shared_ptr<Communicator> comm) {
+    std::vector<torch::Tensor> ts = {input_for(rank, 10, torch::kFloat),
+                                     input_for(rank, 5, torch::kBFloat16).view({5, 1}),
+                                     input_for(rank, 1000, torch::kFloat).view({10, 100}),
+                                     input_for(rank, 3, torch::kLong)};
+    comm->allreduce_coalesced(ts, ReduceOp::Sum).wait();
+    expect_close(ts[0], reference(3, 10, torch::kFloat, ReduceOp::Sum, false), 0, "fp32 a");
+    expect_close(ts[1], reference(3, 5, torch::kBFloat16, ReduceOp::Sum, false).view({5, 1}), 0, "bf16");
+    expect_close(ts[2], reference(3, 1000, torch::kFloat, ReduceOp::Sum, false).view({10, 100}), 0, "fp32 b");
+    expect_close(ts[3], reference(3, 3, torch::kLong, ReduceOp::Sum, false), 0, "int64");
+  });
+}
+
+TEST(CollectivesMisc, NonContiguousTensorsAreWrittenInPlace) {
+  run_ranks(2, [](int rank, std::shared_ptr<Communicator> comm) {
+    auto base = input_for(rank, 12, torch::kFloat).view({3, 4});
+    auto column_major = base.t();  // non-contiguous view
+    comm->allreduce(column_major, ReduceOp::Sum).wait();
+    auto want = reference(2, 12, torch::kFloat, ReduceOp::Sum, false).view({3, 4});
+    EXPECT_TRUE(torch::equal(base, want));
+    auto target = torch::zeros({4, 3}).t();  // non-contiguous output
+    comm->broadcast(target, 0).wait();  // rank 0's zeros: shape check only
+    auto out = torch::zeros({2, 3}).t();
+    comm->reduce_scatter(out, input_for(rank, 12, torch::kFloat).view({2, 6}), ReduceOp::Sum).wait();
+    EXPECT_TRUE(torch::equal(out.contiguous().view(-1),
+                             reference(2, 12, torch::kFloat, ReduceOp::Sum, false).narrow(0, rank * 6, 6)));
+  });
+}
+
+TEST(CollectivesMisc, ManyOutstandingWorksCompleteInIssueOrder) {
+  run_ranks(2, [](int rank, std::shared_ptr<Communicator> comm) {
+    std::vector<torch::Tensor> ts;
+    std::vector<paisoar::comm::Work> works;
+    for (int i = 0; i < 16; ++i) {
+      ts.push_back(torch::full({1000 + i}, static_cast<float>(rank + i)));
+      works.push_back(comm->allreduce(ts.back(), ReduceOp::Avg));
+    }
+    for (int i = 15; i >= 0; --i) works[i].wait();  // waiting out of order is fine
+    for (int i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(ts[i][0].item<float>(), 0.5f + i);
+  });
+}
+
+}  // namespace

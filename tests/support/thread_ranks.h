@@ -1,0 +1,46 @@
+// Test support: run N ranks as threads in one process over an in-process store,
+// the way multi-rank logic is tested without launching processes.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "paisoar/comm/communicator.h"
+
+namespace paisoar::testing {
+
+// Calls fn(rank, comm) on `world` threads sharing one fresh HashStore. Every
+// thread is joined; the first failure (by rank) is rethrown as runtime_error
+// prefixed with its rank.
+inline void run_ranks(int world,
+                      const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn,
+                      comm::CommOptions options = {}) {
+  comm::Store store = comm::Store::hash();
+  std::vector<std::exception_ptr> errors(world);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        fn(rank, comm::Communicator::create(store, rank, world, options));
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < world; ++rank) {
+    if (!errors[rank]) continue;
+    try {
+      std::rethrow_exception(errors[rank]);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("rank " + std::to_string(rank) + ": " + e.what());
+    }
+  }
+}
+
+}  // namespace paisoar::testing
