@@ -3,6 +3,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "paisoar/comm/communicator.h"
+#include "src/comm/pairwise_exchange.h"
 #include "src/comm/staging.h"
 
 namespace paisoar::comm {
@@ -68,12 +69,15 @@ Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
     if (s.size == 1) output.copy_(in.view_as(output));
     return Work(work);
   }
-  at::Tensor flat = byte_view(stage_output(output, *work));
-  std::vector<std::vector<at::Tensor>> outs{flat.chunk(s.size)};
-  std::vector<at::Tensor> ins{byte_view(in)};
-  ::c10d::AllgatherOptions opts;
-  opts.timeout = s.options.timeout;
-  work->add(detail::submit(ctx, s, [&] { return s.backend_for(in).allgather(outs, ins, opts); }));
+  // Every peer's input is received straight into its slot of the output.
+  at::Tensor slots = stage_output(output, *work).view({s.size, input.numel()});
+  slots[s.rank].copy_(in.view({-1}));
+  at::Tensor flat_in = in.view({-1});
+  detail::ExchangePlan plan;
+  plan.chunk_numel = input.numel();
+  plan.send_chunk = [flat_in](int) { return flat_in; };
+  plan.recv_chunk = [slots](int peer) { return slots[peer]; };
+  detail::pairwise_exchange(s, *work, plan, in.element_size(), in.device());
   return Work(work);
 }
 
@@ -90,7 +94,10 @@ Work Communicator::barrier() {
 
 namespace {
 
-void check_peer(const detail::GroupState& s, const std::string& ctx, int peer) {
+void check_peer(const detail::GroupState& s, const std::string& ctx, int peer, int tag) {
+  if (tag < 0 || tag >= detail::kInternalTagBase) {
+    invalid(ctx, "tag " + std::to_string(tag) + " must be in [0, 2^30); larger tags are paisoar's own");
+  }
   if (peer < 0 || peer >= s.size || peer == s.rank) {
     invalid(ctx, "peer " + std::to_string(peer) + " must be another rank of this group (0.." +
                      std::to_string(s.size - 1) + ")");
@@ -103,7 +110,7 @@ Work Communicator::send(torch::Tensor tensor, int peer, int tag) {
   auto& s = *state_;
   ++s.issued;  // point to point: not checked across all ranks
   std::string ctx = s.describe("send to " + std::to_string(peer));
-  check_peer(s, ctx, peer);
+  check_peer(s, ctx, peer, tag);
   auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
   at::Tensor buf = tensor.contiguous();
   std::vector<at::Tensor> bufs{byte_view(buf)};
@@ -115,7 +122,7 @@ Work Communicator::recv(torch::Tensor tensor, int peer, int tag) {
   auto& s = *state_;
   ++s.issued;
   std::string ctx = s.describe("recv from " + std::to_string(peer));
-  check_peer(s, ctx, peer);
+  check_peer(s, ctx, peer, tag);
   auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
   at::Tensor buf = stage_output(tensor, *work);
   std::vector<at::Tensor> bufs{byte_view(buf)};

@@ -11,6 +11,7 @@
 #include "paisoar/comm/store.h"
 #include "paisoar/comm/types.h"
 #include "src/comm/c10d_compat.h"
+#include "src/comm/scratch_pool.h"
 
 namespace gloo::transport {
 class Device;
@@ -32,6 +33,8 @@ struct GroupState {
   std::shared_ptr<::gloo::transport::Device> gloo_device;
   C10dGroupPtr gloo;  // always present
   C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl)
+  // Receive buffers; shared so that a Work outliving its Communicator can return one.
+  std::shared_ptr<ScratchPool> scratch = std::make_shared<ScratchPool>();
   int64_t groups_created = 0;
   int64_t issued = 0;  // collectives issued so far; numbers them in errors
 

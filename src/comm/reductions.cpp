@@ -6,6 +6,7 @@
 #include <map>
 
 #include "paisoar/comm/communicator.h"
+#include "src/comm/pairwise_exchange.h"
 #include "src/comm/staging.h"
 
 namespace paisoar::comm {
@@ -37,6 +38,29 @@ void check_reducible(const std::string& ctx, const at::Tensor& t, ReduceOp op) {
     invalid(ctx, std::string("avg of a ") + c10::toString(t.scalar_type()) +
                      " tensor is not defined; use sum and divide, or a floating dtype");
   }
+}
+
+// out = op over `rows` (same shape as out), combined in rank order so the result
+// does not depend on which rank computes it. Low precision is combined in fp32
+// (like allreduce) and rounded once.
+void combine_into(at::Tensor out, const std::vector<at::Tensor>& rows, ReduceOp op, int size) {
+  const bool widen = is_low_precision(out.scalar_type());
+  auto lift = [widen](const at::Tensor& t) { return widen ? t.to(at::kFloat) : t; };
+  at::Tensor acc = widen ? at::empty(out.sizes(), out.options().dtype(at::kFloat)) : out;
+  if (rows.size() == 1) acc.copy_(lift(rows[0]));
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const at::Tensor a = i == 1 ? lift(rows[0]) : acc;  // out= may alias an input exactly
+    const at::Tensor b = lift(rows[i]);
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Avg: at::add_out(acc, a, b); break;
+      case ReduceOp::Min: at::minimum_out(acc, a, b); break;
+      case ReduceOp::Max: at::maximum_out(acc, a, b); break;
+      case ReduceOp::Product: at::mul_out(acc, a, b); break;
+    }
+  }
+  if (op == ReduceOp::Avg) acc.div_(size);
+  if (widen) out.copy_(acc);
 }
 
 // Issues the allreduce of `tensor` into `work`, with the steps that finish it.
@@ -126,31 +150,28 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
     if (output.numel() > 0) output.copy_(in.view_as(output));
     return Work(work);
   }
-  // Chunk r of every rank's input lands on rank r, in rank order: rows[j] = rank j's chunk.
-  at::Tensor received = at::empty({s.size, output.numel()}, in.options());
-  at::Tensor recv_bytes = detail::byte_view(received);
-  at::Tensor send_bytes = detail::byte_view(in);
-  std::vector<int64_t> equal_splits;
-  ::c10d::AllToAllOptions opts;
-  opts.timeout = s.options.timeout;
-  work->add(detail::submit(ctx, s, [&] {
-    return s.backend_for(in).alltoall_base(recv_bytes, send_bytes, equal_splits, equal_splits,
-                                           opts);
-  }));
-  int size = s.size;
-  work->then([received, output, op, size, in]() mutable {
-    // Reduce low precision in fp32, like allreduce, then round once.
-    at::Tensor rows = is_low_precision(received.scalar_type()) ? received.to(at::kFloat) : received;
-    at::Tensor result;
-    switch (op) {
-      case ReduceOp::Sum: result = rows.sum(0, false, rows.scalar_type()); break;
-      case ReduceOp::Avg: result = rows.sum(0).div_(size); break;
-      case ReduceOp::Min: result = std::get<0>(rows.min(0)); break;
-      case ReduceOp::Max: result = std::get<0>(rows.max(0)); break;
-      case ReduceOp::Product: result = rows.prod(0, false, rows.scalar_type()); break;
+  // Chunk r of every rank's input goes to rank r; peers' chunks land in scratch rows
+  // and are combined with ours segment by segment while later segments travel.
+  const int64_t chunk = output.numel();
+  const int64_t bytes = in.numel() * in.element_size();
+  at::Tensor scratch = s.scratch->take(bytes, in.device());
+  at::Tensor received = scratch.narrow(0, 0, bytes).view(in.scalar_type()).view({s.size, chunk});
+  at::Tensor rows_in = in.view({s.size, chunk});
+  at::Tensor out = detail::stage_output(output, *work).view({-1});
+  const int rank = s.rank, size = s.size;
+  detail::ExchangePlan plan;
+  plan.chunk_numel = chunk;
+  plan.send_chunk = [rows_in](int peer) { return rows_in[peer]; };
+  plan.recv_chunk = [received](int peer) { return received[peer]; };
+  plan.on_segment = [=](int64_t begin, int64_t length) {
+    std::vector<at::Tensor> rows;
+    for (int r = 0; r < size; ++r) {
+      rows.push_back((r == rank ? rows_in[r] : received[r]).narrow(0, begin, length));
     }
-    output.copy_(result.view_as(output));
-  });
+    combine_into(out.narrow(0, begin, length), rows, op, size);
+  };
+  detail::pairwise_exchange(s, *work, plan, in.element_size(), in.device());
+  work->then([pool = s.scratch, scratch] { pool->give_back(scratch); });
   return Work(work);
 }
 

@@ -164,6 +164,24 @@ TEST(CollectivesMisc, CoalescedAllreduceOfMixedDtypes) {
   });
 }
 
+// Chunks above the 4 MiB segment size travel as several messages and are
+// reduced segment by segment; the result must not change at the seams.
+TEST(CollectivesMisc, LargeChunksSpanSeveralSegments) {
+  const int64_t chunk = 2'500'001;  // 10 MB of fp32: 3 segments, the last one short
+  run_ranks(3, [&](int rank, std::shared_ptr<Communicator> comm) {
+    for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      auto in = input_for(rank, 3 * chunk, dtype);
+      auto out = torch::empty({chunk}, dtype);
+      comm->reduce_scatter(out, in, ReduceOp::Sum).wait();
+      auto want = reference(3, 3 * chunk, dtype, ReduceOp::Sum, false).narrow(0, rank * chunk, chunk);
+      EXPECT_TRUE(torch::equal(out, want)) << c10::toString(dtype);
+      auto gathered = torch::empty({3 * chunk}, dtype);
+      comm->allgather_into(gathered, out).wait();
+      EXPECT_TRUE(torch::equal(gathered, reference(3, 3 * chunk, dtype, ReduceOp::Sum, false)));
+    }
+  });
+}
+
 TEST(CollectivesMisc, NonContiguousTensorsAreWrittenInPlace) {
   run_ranks(2, [](int rank, std::shared_ptr<Communicator> comm) {
     auto base = input_for(rank, 12, torch::kFloat).view({3, 4});

@@ -122,6 +122,7 @@ TEST(CommErrors, InvalidArgumentsAreClearErrors) {
                    "size() * output.numel() = 6");
     expect_invalid([&] { comm->broadcast(torch::ones({3}), 5); }, "root 5");
     expect_invalid([&] { comm->send(torch::ones({3}), rank); }, "another rank");
+    expect_invalid([&] { comm->recv(torch::ones({3}), 1 - rank, 1 << 30); }, "tag 1073741824");
     expect_invalid([&] { comm->allgather_into(torch::ones({3}), torch::ones({2})); },
                    "output must have");
   });

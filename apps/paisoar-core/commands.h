@@ -1,0 +1,21 @@
+// The subcommands paisoar-core serves; each registers itself on the CLI11 app
+// and returns the callback that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace paisoar::app {
+
+// Runs the parsed command; gets main's argc/argv to re-run itself under the launcher.
+using Command = std::function<int(int argc, char** argv)>;
+
+Command add_demo_command(CLI::App& app);
+Command add_bench_comm_command(CLI::App& bench);
+
+// Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
+// was not started by a launcher (no RANK/WORLD_SIZE); returns only if it was.
+void relaunch_unless_launched(int nproc, int argc, char** argv);
+
+}  // namespace paisoar::app

@@ -1,0 +1,30 @@
+// paisoar-core: the LibTorch half of the `paisoar` CLI (demo, bench, ...).
+// Users run `paisoar <command>`; the dispatcher execs this binary.
+#include <iostream>
+
+#include "apps/paisoar-core/commands.h"
+#include "paisoar/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"paisoar: training acceleration for LibTorch"};
+  app.name("paisoar");
+  app.set_version_flag("--version", PAISOAR_VERSION);
+  app.require_subcommand(1);
+  auto demo = paisoar::app::add_demo_command(app);
+  auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
+  bench->require_subcommand(1);
+  auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (app.got_subcommand("demo")) return demo(argc, argv);
+    if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "paisoar: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

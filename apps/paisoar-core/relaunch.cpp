@@ -1,0 +1,33 @@
+// relaunch_unless_launched: lets `paisoar demo` or `paisoar bench comm` be run
+// directly; they re-run themselves under `paisoar launch`.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "apps/paisoar-core/commands.h"
+
+namespace paisoar::app {
+
+void relaunch_unless_launched(int nproc, int argc, char** argv) {
+  if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) return;
+  char self[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program's path in /proc/self/exe");
+  std::string exe(self, static_cast<size_t>(n));
+  std::string launcher = exe.substr(0, exe.rfind('/') + 1) + "paisoar";
+  std::vector<std::string> args = {launcher, "launch", "--nproc_per_node", std::to_string(nproc),
+                                   "--master_port", "0", "--", exe};
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> raw;
+  for (auto& a : args) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  execv(launcher.c_str(), raw.data());
+  throw std::runtime_error("could not start the launcher " + launcher +
+                           "; run `paisoar launch --nproc_per_node N -- paisoar ...` yourself");
+}
+
+}  // namespace paisoar::app

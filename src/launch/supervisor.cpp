@@ -1,0 +1,295 @@
+// Supervisor: the launcher's single-threaded event loop. One poll() waits on
+// the signalfd and on every rank's stdout/stderr pipe; children are reaped
+// on SIGCHLD; stopping is SIGTERM (or the signal the launcher got) to each
+// rank's process group, then SIGKILL when the grace period runs out.
+#include "launch/supervisor.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "launch/output_relay.h"
+
+namespace paisoar::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After SIGKILL, how long to wait for the killed processes to close the
+// ranks' pipes before giving up on a holder that left the process group.
+constexpr std::chrono::seconds kSigkillLinger{1};
+
+struct RankStream {
+  UniqueFd fd;
+  LineRelay relay;
+};
+
+struct LiveRank {
+  const RankSpec* spec;
+  pid_t pid;
+  RankStream out;
+  RankStream err;
+  bool reaped = false;
+
+  bool pipes_open() const { return out.fd.valid() || err.fd.valid(); }
+};
+
+// The state of one Supervisor::run(); lives only for that call.
+class GroupRun {
+ public:
+  GroupRun(const SupervisorOptions& options, SignalChannel& signals, const RankLogFiles& logs)
+      : options_(options), signals_(signals), logs_(logs), buffer_(64 * 1024) {}
+
+  GroupOutcome run(const std::vector<RankSpec>& specs);
+
+ private:
+  void start_all(const std::vector<RankSpec>& specs);
+  void wait_for_events();
+  void on_signal(int sig);
+  void reap();
+  bool read_once(RankStream& stream);  // false when nothing more is readable now
+  void drain(LiveRank& rank);  // reads what the pipes hold now; never blocks
+  void begin_stop(int sig);
+  void kill_all();
+  void signal_all(int sig);
+  bool all_reaped() const;
+  bool any_pipe_open() const;
+  void message(const std::string& text) const {
+    write_launcher_message(options_.stderr_fd, text);
+  }
+
+  const SupervisorOptions& options_;
+  SignalChannel& signals_;
+  const RankLogFiles& logs_;
+  std::vector<char> buffer_;
+  std::vector<LiveRank> ranks_;  // filled by start_all(), never resized after
+  GroupOutcome outcome_;
+  bool decided_ = false;   // outcome_ says why the group ended, unless it succeeds
+  bool stopping_ = false;  // the stop signal went out; deadline_ is set
+  bool killed_ = false;    // SIGKILL went out; linger_deadline_ is set
+  Clock::time_point deadline_;
+  Clock::time_point linger_deadline_;
+};
+
+GroupOutcome GroupRun::run(const std::vector<RankSpec>& specs) {
+  for (int sig : signals_.drain()) {  // a Ctrl-C that came before this attempt
+    if (sig != SIGCHLD) {
+      outcome_.kind = GroupOutcome::Kind::kInterrupted;
+      outcome_.signal = sig;
+      return outcome_;
+    }
+  }
+  start_all(specs);
+  for (;;) {
+    if (all_reaped()) {
+      for (LiveRank& rank : ranks_) drain(rank);
+      if (!any_pipe_open()) break;
+      if (killed_ && Clock::now() >= linger_deadline_) {
+        // SIGKILL went to every group; a holder that survived it left the group.
+        for (const LiveRank& rank : ranks_) {
+          if (rank.pipes_open())
+            message("a process started by rank " + std::to_string(rank.spec->global_rank) +
+                    " left its process group and still holds its output; it keeps running");
+        }
+        break;
+      }
+      if (!stopping_) {
+        message("all ranks exited, but processes they started still hold their output; "
+                "stopping them");
+        begin_stop(SIGTERM);
+      }
+    }
+    if (stopping_ && !killed_ && Clock::now() >= deadline_) {
+      kill_all();
+      continue;  // re-check: there may be nothing left to wait for
+    }
+    wait_for_events();
+  }
+  for (LiveRank& rank : ranks_) {
+    for (RankStream* s : {&rank.out, &rank.err}) {
+      if (!s->fd.valid()) continue;
+      s->relay.finish();
+      s->fd.reset();
+    }
+  }
+  return outcome_;
+}
+
+void GroupRun::start_all(const std::vector<RankSpec>& specs) {
+  ranks_.reserve(specs.size());
+  for (const RankSpec& spec : specs) {
+    RankProcess process;
+    try {
+      process = spawn_rank(spec.argv, spec.env, signals_.signals_to_reset_in_child());
+    } catch (const SpawnError& e) {
+      message(std::string(e.what()) + " (rank " + std::to_string(spec.global_rank) + ")");
+      decided_ = true;
+      outcome_.kind = GroupOutcome::Kind::kSpawnFailed;
+      outcome_.spawn_error = e;
+      begin_stop(SIGTERM);
+      return;
+    }
+    std::string prefix =
+        options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
+    int log_fd = logs_.fd_for(spec.global_rank);
+    ranks_.push_back(LiveRank{
+        &spec, process.pid,
+        RankStream{std::move(process.stdout_fd), LineRelay(prefix, options_.stdout_fd, log_fd)},
+        RankStream{std::move(process.stderr_fd), LineRelay(prefix, options_.stderr_fd, log_fd)}});
+  }
+}
+
+void GroupRun::wait_for_events() {
+  std::vector<pollfd> fds;
+  std::vector<RankStream*> streams;
+  fds.push_back({signals_.fd(), POLLIN, 0});
+  for (LiveRank& rank : ranks_) {
+    for (RankStream* s : {&rank.out, &rank.err}) {
+      if (!s->fd.valid()) continue;
+      fds.push_back({s->fd.get(), POLLIN, 0});
+      streams.push_back(s);
+    }
+  }
+  // Wake up for the next deadline: SIGKILL time, then the end of the linger.
+  // Past both, only events matter (a SIGKILLed rank's SIGCHLD).
+  int timeout_ms = -1;
+  const Clock::time_point now = Clock::now();
+  if (stopping_ && (!killed_ || now < linger_deadline_)) {
+    Clock::time_point until = killed_ ? linger_deadline_ : deadline_;
+    auto left = std::chrono::duration<double, std::milli>(until - now).count();
+    timeout_ms = static_cast<int>(std::max(0.0, std::ceil(left)));
+  }
+  int n = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (n <= 0) return;  // timeout or EINTR: the caller checks the deadline
+  // Output first, so a rank's last words come before the launcher's verdict.
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) read_once(*streams[i - 1]);
+  }
+  if (fds[0].revents != 0) {
+    for (int sig : signals_.drain()) {
+      if (sig != SIGCHLD) on_signal(sig);
+    }
+    reap();  // SIGCHLD may be merged; checking every rank is cheap
+  }
+}
+
+void GroupRun::on_signal(int sig) {
+  if (outcome_.kind == GroupOutcome::Kind::kInterrupted) {
+    if (!killed_) {
+      message("got " + signal_name(sig) + " again; killing the ranks now");
+      kill_all();
+    }
+    return;
+  }
+  decided_ = true;
+  outcome_.kind = GroupOutcome::Kind::kInterrupted;
+  outcome_.signal = sig;
+  std::ostringstream text;
+  text << "got " << signal_name(sig) << "; stopping the ranks (SIGKILL after "
+       << options_.grace_period_s << " s)";
+  message(text.str());
+  begin_stop(sig);
+}
+
+void GroupRun::reap() {
+  for (LiveRank& rank : ranks_) {
+    if (rank.reaped) continue;
+    int status = 0;
+    pid_t r = ::waitpid(rank.pid, &status, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR)) continue;
+    rank.reaped = true;
+    if (r < 0) continue;  // ECHILD: nothing left to learn about it
+    drain(rank);
+    ExitStatus exit = ExitStatus::from_wait_status(status);
+    if (exit.success() || decided_) continue;
+    decided_ = true;
+    outcome_.kind = GroupOutcome::Kind::kRankFailed;
+    outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, exit};
+    message("rank " + std::to_string(rank.spec->global_rank) + " (local_rank " +
+            std::to_string(rank.spec->local_rank) + ", pid " + std::to_string(rank.pid) + ") " +
+            exit.describe());
+    if (ranks_.size() > 1) message("stopping the other ranks");
+    begin_stop(SIGTERM);
+  }
+}
+
+bool GroupRun::read_once(RankStream& stream) {
+  ssize_t n = ::read(stream.fd.get(), buffer_.data(), buffer_.size());
+  if (n > 0) {
+    stream.relay.feed(std::string_view(buffer_.data(), static_cast<std::size_t>(n)));
+    return true;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  stream.relay.finish();  // end of file, or an error that ends the stream the same way
+  stream.fd.reset();
+  return false;
+}
+
+void GroupRun::drain(LiveRank& rank) {
+  // Bounded, so a process that keeps writing cannot keep the loop from
+  // handling signals; what a pipe buffers (64 KiB by default) fits easily.
+  constexpr int kMaxReads = 16;
+  for (RankStream* s : {&rank.out, &rank.err}) {
+    for (int i = 0; i < kMaxReads && s->fd.valid() && read_once(*s); ++i) {
+    }
+  }
+}
+
+void GroupRun::begin_stop(int sig) {
+  if (!stopping_) {
+    stopping_ = true;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(options_.grace_period_s));
+  }
+  signal_all(sig);
+}
+
+void GroupRun::kill_all() {
+  std::string late;
+  for (const LiveRank& rank : ranks_) {
+    if (!rank.reaped) late += (late.empty() ? "" : ", ") + std::to_string(rank.spec->global_rank);
+  }
+  if (!late.empty()) message("sending SIGKILL to rank(s) " + late + " still running");
+  killed_ = true;
+  linger_deadline_ = Clock::now() + kSigkillLinger;
+  signal_all(SIGKILL);
+}
+
+void GroupRun::signal_all(int sig) {
+  // Skip reaped ranks whose pipes are closed: their groups are most likely
+  // empty, and an empty group's id may be reused by an unrelated process.
+  for (const LiveRank& rank : ranks_) {
+    if (!rank.reaped || rank.pipes_open()) signal_group(rank.pid, sig, !rank.reaped);
+  }
+}
+
+bool GroupRun::all_reaped() const {
+  for (const LiveRank& rank : ranks_) {
+    if (!rank.reaped) return false;
+  }
+  return true;
+}
+
+bool GroupRun::any_pipe_open() const {
+  for (const LiveRank& rank : ranks_) {
+    if (rank.pipes_open()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorOptions options, SignalChannel& signals, const RankLogFiles& logs)
+    : options_(options), signals_(signals), logs_(logs) {}
+
+GroupOutcome Supervisor::run(const std::vector<RankSpec>& ranks) {
+  GroupRun group(options_, signals_, logs_);
+  return group.run(ranks);
+}
+
+}  // namespace paisoar::launch

@@ -1,0 +1,78 @@
+// Runs one attempt of the local rank group: starts every rank, relays their
+// output, waits for them, and stops them all (SIGTERM, then SIGKILL after the
+// grace period) as soon as one fails or the launcher is interrupted.
+// Whether to restart is the caller's decision (see launch_main.cpp).
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/rank_log_files.h"
+#include "launch/rank_process.h"
+#include "launch/signal_channel.h"
+
+namespace paisoar::launch {
+
+// What to run as one rank.
+struct RankSpec {
+  int local_rank = 0;
+  int global_rank = 0;
+  std::vector<std::string> argv;  // program and arguments; argv[0] is searched in PATH
+  std::vector<std::string> env;   // the whole environment, "NAME=value"
+};
+
+struct SupervisorOptions {
+  // Seconds between the stop signal and SIGKILL.
+  double grace_period_s = 5.0;
+  // Prefix relayed lines with "[rank<R>]: ".
+  bool prefix_output = true;
+  // Where relayed lines and the launcher's messages go.
+  int stdout_fd = STDOUT_FILENO;
+  int stderr_fd = STDERR_FILENO;
+};
+
+// How a rank that failed ended.
+struct RankExit {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = -1;
+  ExitStatus status;
+};
+
+struct GroupOutcome {
+  enum class Kind {
+    kSucceeded,    // every rank exited with code 0
+    kRankFailed,   // `failure` is the first rank that failed; the others were stopped
+    kInterrupted,  // the launcher got `signal`; the ranks were stopped
+    kSpawnFailed,  // a rank could not be started (`spawn_error`); the others were stopped
+  };
+  Kind kind = Kind::kSucceeded;
+  std::optional<RankExit> failure;
+  int signal = 0;
+  std::optional<SpawnError> spawn_error;
+};
+
+// Not thread-safe; one run() at a time. Holds references to `signals` and
+// `logs`, which must outlive it.
+//
+// When run() returns, every rank has been waited for and every process left
+// in a rank's process group has been sent SIGKILL, or had closed the rank's
+// output pipes after SIGTERM. A later cross-node failure detector would be one
+// more descriptor in run()'s poll set and one more reason to stop the group.
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, SignalChannel& signals, const RankLogFiles& logs);
+
+  GroupOutcome run(const std::vector<RankSpec>& ranks);
+
+ private:
+  SupervisorOptions options_;
+  SignalChannel& signals_;
+  const RankLogFiles& logs_;
+};
+
+}  // namespace paisoar::launch

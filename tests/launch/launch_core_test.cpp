@@ -1,0 +1,65 @@
+// The main job end to end: `paisoar launch` starting `paisoar demo`, whose ranks
+// join through Communicator::from_env (TCPStore at MASTER_ADDR:MASTER_PORT) and
+// check every collective's result; on one node, self-relaunched, and as two
+// launchers acting as two nodes of one 4-rank group.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "launch/free_port.h"
+#include "launcher_runner.h"
+
+namespace paisoar::launch::testing {
+namespace {
+
+void expect_rank_ok(const RunResult& r, int rank, int world) {
+  const std::string ok = "[rank" + std::to_string(rank) + "]: rank " + std::to_string(rank) + "/" +
+                         std::to_string(world) + ": all results correct";
+  EXPECT_NE(r.out.find(ok), std::string::npos) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+}
+
+const std::vector<std::string> kDemo = {PAISOAR_BIN, "demo", "--numel", "30000", "--iters", "2"};
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(MainJob, TwoRanksOnOneNode) {
+  RunResult r = run_paisoar(concat({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                                    "--omp_num_threads", "1", "--"},
+                                   kDemo));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  expect_rank_ok(r, 0, 2);
+  expect_rank_ok(r, 1, 2);
+}
+
+TEST(MainJob, DemoStartsItsOwnRanksWithoutALauncher) {
+  RunResult r = run_paisoar({"demo", "--nproc", "3", "--numel", "3000", "--iters", "1"},
+                            {"RANK", "WORLD_SIZE", "OMP_NUM_THREADS=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int rank = 0; rank < 3; ++rank) expect_rank_ok(r, rank, 3);
+}
+
+TEST(MainJob, TwoLaunchersFormOneFourRankGroup) {
+  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  auto node = [&](int node_rank) {
+    return concat({"launch", "--nnodes", "2", "--node_rank", std::to_string(node_rank),
+                   "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", port,
+                   "--omp_num_threads", "1", "--"},
+                  kDemo);
+  };
+  LauncherRun node0(node(0));
+  LauncherRun node1(node(1));
+  RunResult r0 = node0.finish();
+  RunResult r1 = node1.finish();
+  ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
+  expect_rank_ok(r0, 0, 4);
+  expect_rank_ok(r0, 1, 4);
+  expect_rank_ok(r1, 2, 4);
+  expect_rank_ok(r1, 3, 4);
+}
+
+}  // namespace
+}  // namespace paisoar::launch::testing

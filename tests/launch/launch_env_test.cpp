@@ -1,0 +1,106 @@
+// Process tests: the environment each rank sees (torchrun's variables),
+// for one node and for node 1 of two, OMP_NUM_THREADS rules, port 0.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "launch/rank_env.h"
+#include "launch/unique_fd.h"
+#include "launcher_runner.h"
+
+namespace paisoar::launch::testing {
+namespace {
+
+const std::vector<std::string> kPrintEnv = {
+    "env", "RANK", "env", "LOCAL_RANK", "env", "WORLD_SIZE", "env", "LOCAL_WORLD_SIZE",
+    "env", "GROUP_RANK", "env", "ROLE_RANK", "env", "ROLE_WORLD_SIZE", "env", "MASTER_ADDR",
+    "env", "MASTER_PORT", "env", "OMP_NUM_THREADS", "env", "TORCHELASTIC_RESTART_COUNT",
+    "env", "TORCHELASTIC_MAX_RESTARTS", "env", "TORCHELASTIC_RUN_ID", "env",
+    "PAISOAR_RESTART_COUNT", "env", "FROM_THE_TEST"};
+
+TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
+  RunResult r = run_paisoar(probe_launch({"--nproc_per_node", "2"}, kPrintEnv),
+                            {"OMP_NUM_THREADS", "FROM_THE_TEST=kept"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  ASSERT_EQ(values.size(), 2u) << r.out;
+  const std::string omp = std::to_string(std::max(1, available_cpus() / 2));
+  for (int rank = 0; rank < 2; ++rank) {
+    auto& v = values[rank];
+    EXPECT_EQ(v["RANK"], std::to_string(rank));
+    EXPECT_EQ(v["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(v["WORLD_SIZE"], "2");
+    EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["GROUP_RANK"], "0");
+    EXPECT_EQ(v["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(v["ROLE_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(v["MASTER_PORT"], "29500");
+    EXPECT_EQ(v["OMP_NUM_THREADS"], omp);
+    EXPECT_EQ(v["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_EQ(v["TORCHELASTIC_MAX_RESTARTS"], "0");
+    EXPECT_EQ(v["PAISOAR_RESTART_COUNT"], "0");
+    EXPECT_EQ(v["FROM_THE_TEST"], "kept");
+    EXPECT_EQ(v["TORCHELASTIC_RUN_ID"].size(), 16u);
+  }
+  EXPECT_EQ(values[0]["TORCHELASTIC_RUN_ID"], values[1]["TORCHELASTIC_RUN_ID"]);
+}
+
+TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
+  RunResult r = run_paisoar(
+      probe_launch({"--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2",
+                    "--master_addr", "10.1.2.3", "--master_port", "1234"},
+                   kPrintEnv));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  ASSERT_EQ(values.size(), 2u) << r.out;
+  for (int rank : {2, 3}) {
+    auto& v = values[rank];
+    EXPECT_EQ(v["RANK"], std::to_string(rank));
+    EXPECT_EQ(v["LOCAL_RANK"], std::to_string(rank - 2));
+    EXPECT_EQ(v["WORLD_SIZE"], "4");
+    EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["GROUP_RANK"], "1");
+    EXPECT_EQ(v["MASTER_ADDR"], "10.1.2.3");
+    EXPECT_EQ(v["MASTER_PORT"], "1234");
+  }
+}
+
+TEST(LaunchEnv, OmpNumThreadsFromUserOrFlag) {
+  RunResult user = run_paisoar(probe_launch({}, {"env", "OMP_NUM_THREADS"}),
+                               {"OMP_NUM_THREADS=7"});
+  ASSERT_EQ(user.exit_code, 0) << user.err;
+  EXPECT_EQ(values_by_rank(user.out)[0]["OMP_NUM_THREADS"], "7");
+  RunResult flag = run_paisoar(probe_launch({"--omp_num_threads", "3"}, {"env", "OMP_NUM_THREADS"}),
+                               {"OMP_NUM_THREADS=7"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(values_by_rank(flag.out)[0]["OMP_NUM_THREADS"], "3");
+}
+
+TEST(LaunchEnv, MasterPortZeroPicksAUsablePort) {
+  RunResult r =
+      run_paisoar(probe_launch({"--nproc_per_node", "2", "--master_port", "0"}, kPrintEnv));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  const std::string port = values[0]["MASTER_PORT"];
+  ASSERT_FALSE(port.empty()) << r.out;
+  EXPECT_EQ(values[1]["MASTER_PORT"], port);
+  int p = std::stoi(port);
+  EXPECT_GT(p, 0);
+  EXPECT_LE(p, 65535);
+  // Usable: a TCP server can listen on it (what rank 0's store will do).
+  UniqueFd sock(socket(AF_INET, SOCK_STREAM, 0));
+  int one = 1;
+  setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(p));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(listen(sock.get(), 1), 0);
+}
+
+}  // namespace
+}  // namespace paisoar::launch::testing

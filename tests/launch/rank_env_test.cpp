@@ -1,0 +1,91 @@
+// build_rank_env() and rank_command(): the environment and command line each
+// rank starts with, checked against torchrun's definitions.
+#include "launch/rank_command.h"
+#include "launch/rank_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace paisoar::launch {
+namespace {
+
+std::map<std::string, std::string> as_map(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> m;
+  for (const std::string& e : env) {
+    EXPECT_EQ(m.count(e.substr(0, e.find('='))), 0u) << "duplicate entry " << e;
+    m[e.substr(0, e.find('='))] = e.substr(e.find('=') + 1);
+  }
+  return m;
+}
+
+LaunchOptions two_nodes_of_two() {
+  LaunchOptions o;
+  o.nproc_per_node = 2;
+  o.nnodes = 2;
+  o.node_rank = 1;
+  o.master_addr = "10.0.0.7";
+  o.master_port = 4321;
+  o.max_restarts = 3;
+  o.program = {"prog"};
+  return o;
+}
+
+TEST(RankEnv, SetsTorchrunVariables) {
+  RankEnvContext ctx;
+  ctx.local_rank = 1;
+  ctx.restart_count = 2;
+  ctx.run_id = "abc";
+  ctx.cpu_count = 8;
+  auto env = as_map(build_rank_env(two_nodes_of_two(), ctx, {"HOME=/root", "RANK=99"}));
+  EXPECT_EQ(env["HOME"], "/root");
+  EXPECT_EQ(env["RANK"], "3");  // node_rank * nproc_per_node + local_rank
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["GROUP_RANK"], "1");
+  EXPECT_EQ(env["ROLE_RANK"], "3");
+  EXPECT_EQ(env["ROLE_WORLD_SIZE"], "4");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.7");
+  EXPECT_EQ(env["MASTER_PORT"], "4321");
+  EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["PAISOAR_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "abc");
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "4");  // 8 cpus / 2 ranks
+}
+
+TEST(RankEnv, OmpNumThreadsPrecedence) {
+  LaunchOptions o = two_nodes_of_two();
+  o.nproc_per_node = 3;
+  RankEnvContext ctx;
+  ctx.cpu_count = 8;
+  EXPECT_EQ(as_map(build_rank_env(o, ctx, {}))["OMP_NUM_THREADS"], "2");
+  ctx.cpu_count = 2;
+  EXPECT_EQ(as_map(build_rank_env(o, ctx, {}))["OMP_NUM_THREADS"], "1");  // never 0
+  EXPECT_EQ(as_map(build_rank_env(o, ctx, {"OMP_NUM_THREADS=7"}))["OMP_NUM_THREADS"], "7");
+  o.omp_num_threads = 5;
+  EXPECT_EQ(as_map(build_rank_env(o, ctx, {"OMP_NUM_THREADS=7"}))["OMP_NUM_THREADS"], "5");
+}
+
+TEST(RankEnv, RunIdsAreRandomHex) {
+  std::string a = make_run_id(), b = make_run_id();
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+  EXPECT_GE(available_cpus(), 1);
+}
+
+TEST(RankCommand, PythonScriptsRunUnderAnInterpreter) {
+  std::vector<std::string> script = {"dir/train.py", "--lr", "0.1"};
+  EXPECT_EQ(rank_command(script, ""),
+            (std::vector<std::string>{"python3", "dir/train.py", "--lr", "0.1"}));
+  EXPECT_EQ(rank_command(script, "/usr/bin/python3")[0], "/usr/bin/python3");
+  std::vector<std::string> binary = {"./train", "x.py"};
+  EXPECT_EQ(rank_command(binary, "/usr/bin/python3"), binary);
+  EXPECT_FALSE(is_python_script(".py"));
+  EXPECT_FALSE(is_python_script("run.pyc"));
+}
+
+}  // namespace
+}  // namespace paisoar::launch
