@@ -87,6 +87,7 @@ TEST(CommErrors, PeerThatLeftIsReported) {
   CommOptions options;
   options.timeout = std::chrono::seconds(20);
   std::string message;
+  CommError::Cause cause = CommError::Cause::Other;
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
     comm->barrier().wait();
     if (rank == 1) {
@@ -98,10 +99,12 @@ TEST(CommErrors, PeerThatLeftIsReported) {
       comm->allreduce(torch::ones({1 << 16})).wait();
     } catch (const CommError& e) {
       message = e.what();
+      cause = e.cause();
     }
   }, options);
+  EXPECT_EQ(cause, CommError::Cause::PeerDied) << message;
   EXPECT_TRUE(mentions(message, "allreduce #2 on rank 0")) << message;
-  EXPECT_TRUE(mentions(message, "likely cause")) << message;
+  EXPECT_TRUE(mentions(message, "a peer rank exited or crashed")) << message;
 }
 
 TEST(CommErrors, InvalidArgumentsAreClearErrors) {
