@@ -1,7 +1,6 @@
 // `paisoar bench comm`: bus bandwidth of paisoar's allreduce, reduce_scatter and
 // allgather next to raw c10d Gloo on the same ranks in the same run, 4 KiB to
 // 256 MiB. Runs of ours and the peer alternate per size to share the noise.
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -13,8 +12,7 @@
 
 #include "apps/paisoar-core/commands.h"
 #include "paisoar/comm.h"
-#include "src/comm/bind_address.h"
-#include "src/comm/store_impl.h"
+#include "src/comm/raw_gloo_peer.h"
 
 namespace paisoar::app {
 namespace {
@@ -30,27 +28,32 @@ struct CommBenchOptions {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds per call of `ours` and of `peer`, measured alternately, with the
-// one going first swapped every repeat, so both see the same noise and neither
-// always follows the other; `iters` calls per sample.
+// Median seconds per call of `ours` and of `peer`. Within a sample the two
+// alternate call by call (each call timed alone), so slow drifts of this noisy
+// machine hit both equally; `iters` calls of each per sample.
 template <typename Ours, typename Peer, typename Barrier>
 std::pair<double, double> measure_pair(int iters, int repeats, Ours&& ours, Peer&& peer,
                                        Barrier&& barrier) {
-  std::vector<double> a, b;
-  auto sample = [&](auto& op, std::vector<double>& into) {
-    barrier();
+  auto timed = [](auto& op) {
     auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) op();
-    into.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iters);
+    op();
+    return std::chrono::duration<double>(Clock::now() - start).count();
   };
+  std::vector<double> a, b;
   for (int r = 0; r < repeats; ++r) {
-    if (r % 2 == 0) {
-      sample(ours, a);
-      sample(peer, b);
-    } else {
-      sample(peer, b);
-      sample(ours, a);
+    barrier();
+    double ta = 0, tb = 0;
+    for (int i = 0; i < iters; ++i) {
+      if ((i + r) % 2 == 0) {
+        ta += timed(ours);
+        tb += timed(peer);
+      } else {
+        tb += timed(peer);
+        ta += timed(ours);
+      }
     }
+    a.push_back(ta / iters);
+    b.push_back(tb / iters);
   }
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -68,13 +71,9 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
   relaunch_unless_launched(o.nproc, argc, argv);
   auto comm = comm::Communicator::from_env();
   const int rank = comm->rank(), n = comm->size();
-  // The peer: a plain c10d Gloo group on the same store, as a user would make it.
-  auto raw_store = comm->store().with_prefix("raw_gloo");
-  auto raw_opts = ::c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(5));
-  auto info = comm::rank_info_from_env();
-  raw_opts->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(
-      comm::detail::local_address_towards(info.master_addr, info.master_port)));
-  auto raw = c10::make_intrusive<::c10d::ProcessGroupGloo>(raw_store.impl()->store, rank, n, raw_opts);
+  // The peer: a plain c10d Gloo group on the same store and transport.
+  comm::RawGlooPeer raw(*comm);
+  const auto info = comm::rank_info_from_env();
   auto barrier = [&] { comm->barrier().wait(); };
 
   std::vector<Row> rows;
@@ -91,10 +90,7 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     comm->allreduce(iters_t, comm::ReduceOp::Max).wait();
     int iters = static_cast<int>(iters_t.item<int64_t>());
 
-    auto raw_allreduce = [&] {
-      std::vector<at::Tensor> v{raw_t};
-      raw->allreduce(v)->wait();
-    };
+    auto raw_allreduce = [&] { raw.allreduce(raw_t); };
     auto ours_allreduce = [&] { comm->allreduce(ours_t).wait(); };
     auto [ar_ours, ar_raw] = measure_pair(iters, o.repeats, ours_allreduce, raw_allreduce, barrier);
     double algo = static_cast<double>(numel) * 4;
@@ -112,14 +108,11 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
 
     // allgather: ours into one flat tensor; raw c10d into a list.
     auto gathered = torch::empty({numel});
-    std::vector<std::vector<at::Tensor>> raw_out(1);
-    for (int r = 0; r < n; ++r) raw_out[0].push_back(torch::empty({numel / n}));
+    std::vector<at::Tensor> raw_out;
+    for (int r = 0; r < n; ++r) raw_out.push_back(torch::empty({numel / n}));
     auto raw_shard = torch::ones({numel / n});
     auto ours_ag = [&] { comm->allgather_into(gathered, shard).wait(); };
-    auto raw_ag = [&] {
-      std::vector<at::Tensor> in{raw_shard};
-      raw->allgather(raw_out, in)->wait();
-    };
+    auto raw_ag = [&] { raw.allgather(raw_out, raw_shard); };
     auto [ag_ours, ag_raw] = measure_pair(iters, o.repeats, ours_ag, raw_ag, barrier);
     rows.push_back({bytes, "allgather", ag_ours, ag_raw, algo / ag_ours * (n - 1) / n / 1e9,
                     algo / ag_raw * (n - 1) / n / 1e9});

@@ -15,7 +15,8 @@ Command add_demo_command(CLI::App& app);
 Command add_bench_comm_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
-// was not started by a launcher (no RANK/WORLD_SIZE); returns only if it was.
+// was not started by a launcher (torchrun, Slurm or Open MPI variables);
+// returns only if it was.
 void relaunch_unless_launched(int nproc, int argc, char** argv);
 
 }  // namespace paisoar::app

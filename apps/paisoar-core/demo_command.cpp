@@ -34,6 +34,10 @@ int run_demo(const DemoOptions& o, int argc, char** argv) {
   relaunch_unless_launched(o.nproc, argc, argv);
   auto comm = comm::Communicator::from_env();
   const int rank = comm->rank(), world = comm->size();
+  if (o.numel < world) {
+    throw std::invalid_argument("--numel " + std::to_string(o.numel) + " is below the " +
+                                std::to_string(world) + " ranks: give at least one element per rank");
+  }
   const double expected = world * (world + 1) / 2.0;  // sum of rank+1
   bool ok = true;
   auto check = [&](const char* what, const torch::Tensor& got, double want) {

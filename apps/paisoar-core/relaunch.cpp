@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "apps/paisoar-core/commands.h"
+#include "paisoar/comm/env.h"
 
 namespace paisoar::app {
 
 void relaunch_unless_launched(int nproc, int argc, char** argv) {
-  if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) return;
+  // Started by paisoar launch, torchrun, srun or mpirun: run as one of their ranks.
+  if (comm::rank_info_from_env().source != "default") return;
   char self[PATH_MAX] = {};
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) throw std::runtime_error("cannot find this program's path in /proc/self/exe");

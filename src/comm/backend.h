@@ -26,6 +26,5 @@ C10dGroupPtr make_gloo_group(const C10dStorePtr& store, int rank, int size,
 // Throws std::runtime_error in builds without CUDA, saying how to build with it.
 C10dGroupPtr make_nccl_group(const C10dStorePtr& store, int rank, int size,
                              std::chrono::milliseconds timeout);
-bool nccl_available();
 
 }  // namespace paisoar::comm::detail

@@ -1,7 +1,6 @@
 // NCCL process groups: GPU collectives, compiled only when PAISOAR_CUDA is on
 // (against a CUDA LibTorch; needs -DUSE_C10D_NCCL).
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#include <torch/cuda.h>
 
 #include "src/comm/backend.h"
 
@@ -13,7 +12,5 @@ C10dGroupPtr make_nccl_group(const C10dStorePtr& store, int rank, int size,
   options->timeout = timeout;
   return c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, rank, size, options);
 }
-
-bool nccl_available() { return torch::cuda::is_available(); }
 
 }  // namespace paisoar::comm::detail

@@ -11,6 +11,4 @@ C10dGroupPtr make_nccl_group(const C10dStorePtr&, int, int, std::chrono::millise
       "and CMAKE_PREFIX_PATH pointing at a CUDA LibTorch, or use backend 'gloo'");
 }
 
-bool nccl_available() { return false; }
-
 }  // namespace paisoar::comm::detail

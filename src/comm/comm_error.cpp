@@ -31,7 +31,7 @@ void throw_comm_error(const std::string& context, const std::string& what,
     hint = "a peer rank exited or crashed (its connection closed); the first error is in "
            "the other ranks' output";
   } else if (contains(what, "ize mismatch") || contains(what, "must have same") ||
-             contains(what, "xpected") || contains(what, "nvalid")) {
+             contains(what, "op.preamble.length") || contains(what, "nbytes")) {
     cause = Cause::Mismatch;
     hint = "the ranks passed different arguments (dtype, shape or root); rerun with "
            "PAISOAR_CHECK_COLLECTIVES=1 to see each rank's call";

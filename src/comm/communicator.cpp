@@ -10,6 +10,7 @@
 #include "src/comm/bind_address.h"
 #include "src/comm/group_state.h"
 #include "src/comm/store_impl.h"
+#include "src/comm/work_impl.h"
 
 namespace paisoar::comm {
 namespace detail {
@@ -29,6 +30,13 @@ C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
   if (!nccl) nccl = make_nccl_group(store.with_prefix("nccl").impl()->store, rank, size,
                                     options.timeout);
   return *nccl;
+}
+
+void GroupState::keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>>& works) {
+  in_flight.erase(std::remove_if(in_flight.begin(), in_flight.end(),
+                                 [](const auto& w) { return w->is_completed(); }),
+                  in_flight.end());
+  in_flight.insert(in_flight.end(), works.begin(), works.end());
 }
 
 std::string GroupState::describe(const std::string& op) const {
@@ -58,14 +66,32 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
     throw std::invalid_argument("Communicator::create: rank " + std::to_string(rank) +
                                 " is not in a group of size " + std::to_string(size));
   }
-  auto state = std::make_unique<detail::GroupState>(store.with_prefix("world"));
+  // Each create() over the same store (a job restarted in-process, several worlds
+  // in one test) gets fresh keys: every rank counts its own calls identically.
+  const int64_t generation = store.add("paisoar/generation/" + std::to_string(rank), 1);
+  auto state = std::make_unique<detail::GroupState>(
+      store.with_prefix("world." + std::to_string(generation)));
   state->rank = rank;
   state->size = size;
   state->name = "world";
   for (int r = 0; r < size; ++r) state->global_ranks.push_back(r);
   state->options = options;
   if (env_flag("PAISOAR_CHECK_COLLECTIVES")) state->options.check_collectives = true;
-  std::string address = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
+  if (const char* seg = std::getenv("PAISOAR_SEGMENT_BYTES"); seg && *seg) {
+    state->options.segment_bytes = std::atoll(seg);
+  }
+  if (state->options.segment_bytes < 1024) {
+    throw std::invalid_argument("segment_bytes (PAISOAR_SEGMENT_BYTES) is " +
+                                std::to_string(state->options.segment_bytes) +
+                                ": use at least 1024 bytes (default 1 MiB)");
+  }
+  // Bind where the route to the store's host leaves this machine (loopback for an
+  // in-process or loopback store), unless told otherwise.
+  const auto& store_host = store.impl()->host;
+  std::string address = !options.bind_address.empty() ? options.bind_address
+                        : store_host.empty()
+                            ? "127.0.0.1"
+                            : detail::local_address_towards(store_host, store.port());
   try {
     state->gloo_device = detail::make_gloo_device(address);
     state->gloo = detail::make_gloo_group(state->store.impl()->store, rank, size,
@@ -83,13 +109,11 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
 
 std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& options) {
   RankInfo info = rank_info_from_env();
+  // A single rank needs no rendezvous (and must not take the master port).
+  if (info.world_size == 1) return create(Store::hash(), 0, 1, options);
   Store store = Store::tcp(info.master_addr, info.master_port, info.rank == 0,
                            info.world_size, options.timeout);
-  CommOptions resolved = options;
-  if (resolved.bind_address.empty()) {
-    resolved.bind_address = detail::local_address_towards(info.master_addr, info.master_port);
-  }
-  return create(store, info.rank, info.world_size, resolved);
+  return create(store, info.rank, info.world_size, options);
 }
 
 std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {

@@ -105,7 +105,15 @@ RankInfo rank_info_from_env(const EnvMap& env) {
     const std::string* nodes = find(env, "SLURM_JOB_NODELIST");
     if (!nodes) nodes = find(env, "SLURM_NODELIST");
     if (nodes) info.master_addr = first_slurm_host(*nodes);
-    info.master_port = 29500 + parse_int_or(env, "SLURM_JOB_ID", 0) % 1000;
+    if (const std::string* job = find(env, "SLURM_JOB_ID")) {
+      // Job ids outgrow int; only the last three digits matter here.
+      size_t digits = job->find_first_not_of("0123456789");
+      if (digits != std::string::npos || job->empty()) {
+        throw std::invalid_argument("environment variable SLURM_JOB_ID='" + *job +
+                                    "' is not a job number");
+      }
+      info.master_port = 29500 + std::stoi(job->substr(job->size() > 3 ? job->size() - 3 : 0));
+    }
     apply_master_overrides(env, info);
     validate(info, "SLURM_PROCID", "SLURM_NTASKS");
   } else if (find(env, "OMPI_COMM_WORLD_RANK")) {

@@ -19,6 +19,8 @@ class Device;
 
 namespace paisoar::comm::detail {
 
+class WorkImpl;
+
 // Owned by one Communicator; mutated only by the thread that issues its
 // collectives (see Communicator's thread-safety contract).
 struct GroupState {
@@ -35,11 +37,16 @@ struct GroupState {
   C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl)
   // Receive buffers; shared so that a Work outliving its Communicator can return one.
   std::shared_ptr<ScratchPool> scratch = std::make_shared<ScratchPool>();
+  // Point-to-point works of collectives, kept alive until they complete even if
+  // the caller dropped its Work (see keep_until_complete).
+  std::vector<std::shared_ptr<WorkImpl>> in_flight;
   int64_t groups_created = 0;
   int64_t issued = 0;  // collectives issued so far; numbers them in errors
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
+  // Adds `works` to in_flight and drops the ones that completed.
+  void keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>>& works);
   // "allreduce #12 on rank 1 of group 'world' (size 2)", the prefix of every error.
   std::string describe(const std::string& op) const;
 };

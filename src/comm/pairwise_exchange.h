@@ -13,8 +13,6 @@
 
 namespace paisoar::comm::detail {
 
-// Messages are cut into segments of at most this many bytes.
-constexpr int64_t kSegmentBytes = 4 << 20;
 // Tags at and above this are paisoar's own; user send/recv tags stay below.
 constexpr int kInternalTagBase = 1 << 30;
 
@@ -28,8 +26,8 @@ struct ExchangePlan {
   std::function<void(int64_t begin, int64_t length)> on_segment;
 };
 
-// Posts all messages now and adds to `work` the steps that wait for them,
-// segment by segment, calling on_segment as each completes.
+// Posts all messages now, in segments of options.segment_bytes, and adds to
+// `work` the steps that wait for them, calling on_segment as each completes.
 void pairwise_exchange(GroupState& state, WorkImpl& work, const ExchangePlan& plan,
                        size_t element_size, c10::Device device);
 

@@ -1,6 +1,6 @@
-// Reducing collectives: allreduce (with AVG and bf16, which Gloo 1.13 lacks),
-// coalesced allreduce, and reduce-scatter built from one alltoall plus a local
-// reduction (Gloo 1.13 has no reduce_scatter).
+// Reducing collectives: allreduce (with AVG, bf16 and int16, which Gloo 1.13
+// lacks), coalesced allreduce, and reduce-scatter (Gloo 1.13 has none) built
+// from a pairwise exchange with each segment reduced as it arrives.
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <map>
@@ -66,9 +66,12 @@ void combine_into(at::Tensor out, const std::vector<at::Tensor>& rows, ReduceOp 
 // Issues the allreduce of `tensor` into `work`, with the steps that finish it.
 void issue_allreduce(detail::GroupState& s, WorkImpl& work, const at::Tensor& tensor,
                      ReduceOp op) {
-  // Gloo has no bf16: reduce in fp32 (exact for the inputs, one rounding at the end).
-  bool widen = tensor.scalar_type() == at::kBFloat16;
-  at::Tensor buf = widen ? tensor.to(at::kFloat) : detail::stage_output(tensor, work);
+  // Gloo reduces neither bf16 nor int16: reduce in fp32 / int32 (exact for the
+  // inputs, one rounding or wrap at the end).
+  const at::ScalarType type = tensor.scalar_type();
+  const bool widen = type == at::kBFloat16 || type == at::kShort;
+  at::Tensor buf = widen ? tensor.to(type == at::kShort ? at::kInt : at::kFloat)
+                         : detail::stage_output(tensor, work);
   // fp16 sums overflow at 65504: divide first, then sum (what DDP's fp16 hook does).
   bool divide_first = op == ReduceOp::Avg && tensor.scalar_type() == at::kHalf;
   if (divide_first) buf.div_(s.size);
@@ -82,7 +85,7 @@ void issue_allreduce(detail::GroupState& s, WorkImpl& work, const at::Tensor& te
     int size = s.size;
     work.then([buf, size]() mutable { buf.div_(size); });
   }
-  if (widen) work.then([tensor, buf]() mutable { tensor.copy_(buf); });
+  if (widen) work.finally([tensor, buf]() mutable { tensor.copy_(buf); });
 }
 
 }  // namespace
@@ -123,7 +126,7 @@ Work Communicator::allreduce_coalesced(std::vector<torch::Tensor> tensors, Reduc
     at::Tensor flat = at::cat(flat_parts);
     auto child = std::make_shared<WorkImpl>(ctx, s.options.timeout);
     issue_allreduce(s, *child, flat, op);
-    child->then([group, flat]() mutable {
+    child->finally([group, flat]() mutable {  // after the widened result is copied into flat
       int64_t offset = 0;
       for (auto& t : group) {
         t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
@@ -163,10 +166,14 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
   plan.chunk_numel = chunk;
   plan.send_chunk = [rows_in](int peer) { return rows_in[peer]; };
   plan.recv_chunk = [received](int peer) { return received[peer]; };
+  // In place (output is this rank's chunk of input, as in ZeRO): our row is
+  // overwritten while it is still being read, so combine from a copy of it.
+  const bool in_place = out.is_alias_of(in);
   plan.on_segment = [=](int64_t begin, int64_t length) {
     std::vector<at::Tensor> rows;
     for (int r = 0; r < size; ++r) {
-      rows.push_back((r == rank ? rows_in[r] : received[r]).narrow(0, begin, length));
+      at::Tensor row = (r == rank ? rows_in[r] : received[r]).narrow(0, begin, length);
+      rows.push_back(r == rank && in_place ? row.clone() : row);
     }
     combine_into(out.narrow(0, begin, length), rows, op, size);
   };

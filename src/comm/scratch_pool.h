@@ -1,6 +1,6 @@
 // ScratchPool: reusable receive buffers for collectives that need one (the
-// alltoall behind reduce_scatter). Large tensors come from mmap and every fresh
-// one page-faults on first touch, which cost more than the transfer itself.
+// peers' chunks in reduce_scatter). Large tensors come from mmap and every
+// fresh one page-faults on first touch, which cost more than the transfer itself.
 #pragma once
 
 #include <ATen/ATen.h>

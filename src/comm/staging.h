@@ -14,11 +14,11 @@
 namespace paisoar::comm::detail {
 
 // A contiguous tensor to hand to the backend in place of `out`; when that had to
-// be a copy, `work` copies it back into `out` on completion.
+// be a copy, `work` copies it back into `out` after every other step.
 inline at::Tensor stage_output(const at::Tensor& out, WorkImpl& work) {
   if (out.is_contiguous()) return out;
   at::Tensor staged = out.contiguous();
-  work.then([out, staged]() mutable { out.copy_(staged); });
+  work.finally([out, staged]() mutable { out.copy_(staged); });
   return staged;
 }
 

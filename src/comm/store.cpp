@@ -45,24 +45,25 @@ Store Store::tcp(const std::string& host, int port, bool is_server, int world_si
                    : "\n  check MASTER_ADDR/MASTER_PORT and that rank 0 is running"));
   }
   impl->port = tcp->getPort();
+  impl->host = host;
   impl->store = tcp;
   return Store(impl);
 }
 
-void Store::set(const std::string& key, const std::string& value) {
+void Store::set(const std::string& key, const std::string& value) const {
   impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
 }
 
-std::string Store::get(const std::string& key) {
+std::string Store::get(const std::string& key) const {
   auto bytes = impl_->store->get(key);
   return std::string(bytes.begin(), bytes.end());
 }
 
-int64_t Store::add(const std::string& key, int64_t delta) { return impl_->store->add(key, delta); }
+int64_t Store::add(const std::string& key, int64_t delta) const { return impl_->store->add(key, delta); }
 
-bool Store::check(const std::vector<std::string>& keys) { return impl_->store->check(keys); }
+bool Store::check(const std::vector<std::string>& keys) const { return impl_->store->check(keys); }
 
-void Store::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+void Store::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) const {
   impl_->store->wait(keys, timeout);
 }
 
@@ -72,6 +73,7 @@ Store Store::with_prefix(const std::string& prefix) const {
   auto impl = std::make_shared<detail::StoreImpl>();
   impl->store = c10::make_intrusive<::c10d::PrefixStore>(prefix, impl_->store);
   impl->port = impl_->port;
+  impl->host = impl_->host;
   return Store(impl);
 }
 

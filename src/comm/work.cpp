@@ -18,6 +18,7 @@ bool Work::is_completed() const { return !impl_ || impl_->is_completed(); }
 namespace detail {
 
 void WorkImpl::wait() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (done_) {
     if (error_) std::rethrow_exception(error_);
     return;
@@ -33,6 +34,7 @@ void WorkImpl::wait() {
     }
     for (auto& child : children_) child->wait();
     for (auto& step : steps_) step();
+    for (auto& step : final_steps_) step();
   } catch (...) {
     error_ = std::current_exception();
     throw;
@@ -40,9 +42,12 @@ void WorkImpl::wait() {
   works_.clear();
   children_.clear();
   steps_.clear();
+  final_steps_.clear();
 }
 
 bool WorkImpl::is_completed() const {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
   if (done_) return true;
   for (const auto& work : works_) {
     if (!work->isCompleted()) return false;

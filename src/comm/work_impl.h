@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,13 @@ class WorkImpl {
   void add(std::shared_ptr<WorkImpl> child) { children_.push_back(std::move(child)); }
   // Runs after every added work and child completed, in the order added.
   void then(std::function<void()> step) { steps_.push_back(std::move(step)); }
+  // Runs after all `then` steps: copying staged results back into the caller's tensors.
+  void finally(std::function<void()> step) { final_steps_.push_back(std::move(step)); }
 
   // Waits for works and children, then runs the steps once. A failure is
   // rethrown as CommError, again on every later call.
   void wait();
+  // Never blocks: false while another thread is inside wait().
   bool is_completed() const;
 
  private:
@@ -33,6 +37,8 @@ class WorkImpl {
   std::vector<C10dWorkPtr> works_;
   std::vector<std::shared_ptr<WorkImpl>> children_;
   std::vector<std::function<void()>> steps_;
+  std::vector<std::function<void()>> final_steps_;
+  mutable std::mutex mutex_;  // held by wait() throughout; guards everything below
   bool done_ = false;
   std::exception_ptr error_;
 };

@@ -88,7 +88,7 @@ TEST_P(Collectives, AllreduceMatchesReference) {
 }
 
 TEST_P(Collectives, ReduceScatterMatchesReference) {
-  std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Max};
+  std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Product};
   if (floating()) ops.push_back(ReduceOp::Avg);
   run_ranks(world(), [&](int rank, std::shared_ptr<Communicator> comm) {
     for (auto op : ops) {
@@ -97,7 +97,8 @@ TEST_P(Collectives, ReduceScatterMatchesReference) {
         auto out = torch::full({chunk}, 99, dtype());
         comm->reduce_scatter(out, in, op).wait();
         auto want = reference(world(), chunk * world(), dtype(), op, false).narrow(0, rank * chunk, chunk);
-        expect_close(out, want, op == ReduceOp::Avg ? tolerance(dtype()) : 1e-12,
+        bool rounded = op == ReduceOp::Avg || op == ReduceOp::Product;
+        expect_close(out, want, rounded ? tolerance(dtype()) : 1e-12,
                      std::string("reduce_scatter ") + to_string(op));
       }
     }
@@ -184,17 +185,68 @@ TEST(CollectivesMisc, LargeChunksSpanSeveralSegments) {
 
 TEST(CollectivesMisc, NonContiguousTensorsAreWrittenInPlace) {
   run_ranks(2, [](int rank, std::shared_ptr<Communicator> comm) {
-    auto base = input_for(rank, 12, torch::kFloat).view({3, 4});
-    auto column_major = base.t();  // non-contiguous view
-    comm->allreduce(column_major, ReduceOp::Sum).wait();
-    auto want = reference(2, 12, torch::kFloat, ReduceOp::Sum, false).view({3, 4});
-    EXPECT_TRUE(torch::equal(base, want));
-    auto target = torch::zeros({4, 3}).t();  // non-contiguous output
-    comm->broadcast(target, 0).wait();  // rank 0's zeros: shape check only
+    for (auto op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      auto base = input_for(rank, 12, torch::kFloat).view({3, 4});
+      auto column_major = base.t();  // non-contiguous view
+      comm->allreduce(column_major, op).wait();
+      EXPECT_TRUE(torch::allclose(base, reference(2, 12, torch::kFloat, op, false).view({3, 4})))
+          << to_string(op);
+    }
+    auto target = input_for(rank, 12, torch::kFloat).view({4, 3}).t();  // non-contiguous output
+    comm->broadcast(target, 1).wait();
+    EXPECT_TRUE(torch::equal(target, input_for(1, 12, torch::kFloat).view({4, 3}).t()));
     auto out = torch::zeros({2, 3}).t();
-    comm->reduce_scatter(out, input_for(rank, 12, torch::kFloat).view({2, 6}), ReduceOp::Sum).wait();
-    EXPECT_TRUE(torch::equal(out.contiguous().view(-1),
-                             reference(2, 12, torch::kFloat, ReduceOp::Sum, false).narrow(0, rank * 6, 6)));
+    comm->reduce_scatter(out, input_for(rank, 12, torch::kFloat).view({2, 6}), ReduceOp::Avg).wait();
+    EXPECT_TRUE(torch::allclose(out.contiguous().view(-1),
+                                reference(2, 12, torch::kFloat, ReduceOp::Avg, false).narrow(0, rank * 6, 6)));
+  });
+}
+
+// ZeRO reduces a flat gradient buffer into this rank's own chunk of it.
+TEST(CollectivesMisc, InPlaceReduceScatterAndAllgather) {
+  const int64_t chunk = 1001;
+  run_ranks(3, [&](int rank, std::shared_ptr<Communicator> comm) {
+    for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kLong}) {
+      auto flat = input_for(rank, 3 * chunk, dtype);
+      auto mine = flat.narrow(0, rank * chunk, chunk);
+      comm->reduce_scatter(mine, flat, ReduceOp::Sum).wait();
+      auto want = reference(3, 3 * chunk, dtype, ReduceOp::Sum, false);
+      EXPECT_TRUE(torch::equal(mine, want.narrow(0, rank * chunk, chunk))) << c10::toString(dtype);
+      comm->allgather_into(flat, mine).wait();
+      EXPECT_TRUE(torch::equal(flat, want)) << c10::toString(dtype);
+    }
+  });
+}
+
+TEST(CollectivesMisc, Int16AndInt8Allreduce) {
+  run_ranks(3, [](int rank, std::shared_ptr<Communicator> comm) {
+    for (auto dtype : {torch::kShort, torch::kChar, torch::kByte}) {
+      auto t = input_for(rank, 100, dtype);
+      comm->allreduce(t, ReduceOp::Sum).wait();
+      EXPECT_TRUE(torch::equal(t, reference(3, 100, dtype, ReduceOp::Sum, false))) << c10::toString(dtype);
+    }
+  });
+}
+
+// A rank that drops a Work without waiting must not leave its peers waiting
+// for messages that were cancelled, nor confuse the next collective.
+TEST(CollectivesMisc, DroppedWorkStillCompletesForPeers) {
+  const int64_t chunk = 1'500'000;  // several segments
+  run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
+    auto in = input_for(rank, 2 * chunk, torch::kFloat);
+    auto out = torch::empty({chunk});
+    {
+      auto work = comm->reduce_scatter(out, in, ReduceOp::Sum);
+      if (rank == 0) work.wait();  // rank 1 drops it
+    }
+    if (rank == 0) {
+      EXPECT_TRUE(torch::equal(out, reference(2, 2 * chunk, torch::kFloat, ReduceOp::Sum, false)
+                                        .narrow(0, 0, chunk)));
+    }
+    auto next_in = input_for(rank + 5, 2 * chunk, torch::kFloat);
+    comm->reduce_scatter(out, next_in, ReduceOp::Max).wait();
+    auto want = torch::maximum(input_for(5, 2 * chunk, torch::kFloat), input_for(6, 2 * chunk, torch::kFloat));
+    EXPECT_TRUE(torch::equal(out, want.narrow(0, rank * chunk, chunk)));
   });
 }
 

@@ -21,7 +21,7 @@ bool mentions(const std::string& text, const std::string& part) {
 }
 
 TEST(CommErrors, MismatchedShapesAreNamedOnEveryRank) {
-  CommOptions options;
+  CommOptions options = paisoar::testing::test_options();
   options.check_collectives = true;
   std::vector<std::string> messages(2);
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
@@ -42,7 +42,7 @@ TEST(CommErrors, MismatchedShapesAreNamedOnEveryRank) {
 }
 
 TEST(CommErrors, MismatchedOperationsAreNamed) {
-  CommOptions options;
+  CommOptions options = paisoar::testing::test_options();
   options.check_collectives = true;
   std::vector<std::string> messages(2);
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
@@ -59,7 +59,7 @@ TEST(CommErrors, MismatchedOperationsAreNamed) {
 }
 
 TEST(CommErrors, TimeoutNamesOperationRankAndCause) {
-  CommOptions options;
+  CommOptions options = paisoar::testing::test_options();
   options.timeout = std::chrono::milliseconds(500);
   std::string message;
   CommError::Cause cause = CommError::Cause::Other;
@@ -84,7 +84,7 @@ TEST(CommErrors, TimeoutNamesOperationRankAndCause) {
 }
 
 TEST(CommErrors, PeerThatLeftIsReported) {
-  CommOptions options;
+  CommOptions options = paisoar::testing::test_options();
   options.timeout = std::chrono::seconds(20);
   std::string message;
   CommError::Cause cause = CommError::Cause::Other;

@@ -43,6 +43,26 @@ TEST(StoreTest, TcpStoreWithFreePortFormsAGroup) {
   for (double r : results) EXPECT_DOUBLE_EQ(r, 6.0);
 }
 
+// A job restarted in the same processes forms its group again over the same store.
+TEST(StoreTest, SecondGroupOverTheSameStore) {
+  Store store = Store::hash();
+  for (int round = 1; round <= 2; ++round) {
+    std::vector<std::thread> threads;
+    std::vector<float> results(2);
+    for (int rank = 0; rank < 2; ++rank) {
+      threads.emplace_back([&, rank] {
+        auto comm = Communicator::create(store, rank, 2);
+        auto t = torch::full({3}, static_cast<float>(round * (rank + 1)));
+        comm->allreduce(t).wait();
+        results[rank] = t[0].item<float>();
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_FLOAT_EQ(results[0], 3.0f * round);
+    EXPECT_FLOAT_EQ(results[1], 3.0f * round);
+  }
+}
+
 TEST(StoreTest, BadPortIsAClearError) {
   EXPECT_THROW(Store::tcp("127.0.0.1", 0, false, 2, std::chrono::seconds(1)),
                std::invalid_argument);

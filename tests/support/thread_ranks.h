@@ -14,12 +14,20 @@
 
 namespace paisoar::testing {
 
+// Test default: a rank that failed an assertion leaves its peers waiting for
+// at most this long, not the library's 5 minutes.
+inline comm::CommOptions test_options() {
+  comm::CommOptions options;
+  options.timeout = std::chrono::seconds(30);
+  return options;
+}
+
 // Calls fn(rank, comm) on `world` threads sharing one fresh HashStore. Every
 // thread is joined; the first failure (by rank) is rethrown as runtime_error
 // prefixed with its rank.
 inline void run_ranks(int world,
                       const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn,
-                      comm::CommOptions options = {}) {
+                      comm::CommOptions options = test_options()) {
   comm::Store store = comm::Store::hash();
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;

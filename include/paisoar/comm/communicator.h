@@ -32,6 +32,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // hosts a TCPStore at MASTER_ADDR:MASTER_PORT, the others connect to it.
   static std::shared_ptr<Communicator> from_env(const CommOptions& options = {});
   // Joins a group of `size` ranks that share `store` (threads over Store::hash() in tests).
+  // Collective: blocks until all `size` ranks joined (or the timeout). May be called
+  // again over the same store (e.g. after a failure); each call forms a new group.
   static std::shared_ptr<Communicator> create(const Store& store, int rank, int size,
                                               const CommOptions& options = {});
   ~Communicator();
@@ -47,8 +49,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Store store() const;
 
   // --- collectives (all asynchronous: call wait() on the result) ---
-  // In place over `tensor`. Every dtype incl. bf16 (reduced in fp32) and ints;
-  // Avg is not defined for integer tensors.
+  // In place over `tensor`. Floating types incl. bf16 (reduced in fp32) and
+  // integers; not bool or complex. Avg is not defined for integer tensors.
   Work allreduce(torch::Tensor tensor, ReduceOp op = ReduceOp::Sum);
   // Several tensors in one operation per dtype (flattened into one buffer each).
   Work allreduce_coalesced(std::vector<torch::Tensor> tensors, ReduceOp op = ReduceOp::Sum);
@@ -59,8 +61,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // ranks 0..size()-1 one after another.
   Work allgather_into(torch::Tensor output, torch::Tensor input);
   // `input` (numel = size() * output.numel()) is reduced across ranks and rank r
-  // keeps chunk r in `output`. Moves (N-1)/N of `input` per rank (one alltoall),
-  // half of what an allreduce moves.
+  // keeps chunk r in `output` (which may be that chunk of `input`: in place).
+  // Moves (N-1)/N of `input` per rank, half of what an allreduce moves.
   Work reduce_scatter(torch::Tensor output, torch::Tensor input, ReduceOp op = ReduceOp::Sum);
   Work barrier();
   // Point to point, `peer` is a rank in this group. `tag` tells apart messages between the

@@ -14,7 +14,7 @@ namespace detail {
 struct StoreImpl;
 }
 
-// A cheap, copyable handle; copies share one store. Thread-safe.
+// A cheap, copyable handle; copies share one store (so its methods are const). Thread-safe.
 class Store {
  public:
   // In-process store for running N ranks as threads (tests).
@@ -24,12 +24,12 @@ class Store {
   static Store tcp(const std::string& host, int port, bool is_server, int world_size,
                    std::chrono::milliseconds timeout);
 
-  void set(const std::string& key, const std::string& value);
+  void set(const std::string& key, const std::string& value) const;
   // Blocks until the key exists (up to the store's timeout).
-  std::string get(const std::string& key);
-  int64_t add(const std::string& key, int64_t delta);
-  bool check(const std::vector<std::string>& keys);
-  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  std::string get(const std::string& key) const;
+  int64_t add(const std::string& key, int64_t delta) const;
+  bool check(const std::vector<std::string>& keys) const;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) const;
   // The bound port of a TCP store (useful when it was created with port 0); -1 otherwise.
   int port() const;
   // A view of this store in which every key is prefixed with `prefix` + "/".

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +31,10 @@ struct CommOptions {
   // Address of the local network interface Gloo binds to. Empty: the address the
   // route to the master uses (127.0.0.1 for a loopback master); GLOO_SOCKET_IFNAME wins.
   std::string bind_address;
+  // reduce_scatter and allgather_into send each peer's part as messages of at most
+  // this many bytes, reducing segment k while k+1 travels (1 MiB measured best on
+  // loopback, see docs/BENCHMARKS.md). Also PAISOAR_SEGMENT_BYTES.
+  int64_t segment_bytes = 1 << 20;
 };
 
 // Thrown by Work::wait() and by collectives that fail at submission. The message

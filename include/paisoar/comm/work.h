@@ -11,9 +11,10 @@ class WorkImpl;
 }
 
 // Thread safety: a Work may be waited on from one thread at a time. Dropping a
-// Work without waiting is allowed; the operation still completes (its tensors
-// are kept alive by the backend), but post-processing (AVG division, bf16
-// down-cast, reduce-scatter summation) only happens in wait().
+// Work without waiting is allowed: the operation still completes on the wire
+// (the Communicator keeps its buffers alive), so peers are not left waiting,
+// but the result is not finished (AVG division, bf16 down-cast, reduce-scatter
+// sums happen in wait()), so the output tensors hold no defined value.
 class Work {
  public:
   Work() = default;  // an already-completed no-op
