@@ -1,5 +1,6 @@
 // paisoar: training acceleration for LibTorch. Include this for everything.
 #pragma once
 
+#include "paisoar/amp.h"
 #include "paisoar/comm.h"
 #include "paisoar/version.h"

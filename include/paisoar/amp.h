@@ -1,0 +1,5 @@
+// paisoar's mixed precision: the autocast guard and the gradient scaler.
+#pragma once
+
+#include "paisoar/amp/autocast.h"
+#include "paisoar/amp/grad_scaler.h"

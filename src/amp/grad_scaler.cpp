@@ -1,0 +1,176 @@
+// amp::GradScaler: unscaling with an inf/NaN check, skipping, and the dynamic
+// scale policy (grow after growth_interval clean steps, back off on overflow).
+#include "paisoar/amp/grad_scaler.h"
+
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+
+#include "paisoar/comm/communicator.h"
+
+namespace paisoar::amp {
+namespace {
+
+void check_positive(const char* name, double value) {
+  if (!(value > 0) || !std::isfinite(value)) {
+    throw std::invalid_argument(std::string("GradScaler: ") + name + " must be a positive number, got " +
+                                std::to_string(value));
+  }
+}
+
+}  // namespace
+
+GradScaler::GradScaler(GradScalerOptions options, std::shared_ptr<comm::Communicator> comm)
+    : options_(options), comm_(std::move(comm)), scale_(options.init_scale) {
+  check_positive("init_scale", options_.init_scale);
+  check_positive("backoff_factor", options_.backoff_factor);
+  if (options_.growth_factor <= 1.0 || options_.backoff_factor >= 1.0) {
+    throw std::invalid_argument("GradScaler: growth_factor must be > 1 and backoff_factor < 1");
+  }
+  if (options_.growth_interval < 1) {
+    throw std::invalid_argument("GradScaler: growth_interval must be >= 1");
+  }
+}
+
+torch::Tensor GradScaler::scale(const torch::Tensor& loss) const {
+  if (!options_.enabled) return loss;
+  return loss * scale_;
+}
+
+GradScaler::PerOptimizer& GradScaler::state_of(torch::optim::Optimizer& optimizer) {
+  return per_optimizer_[&optimizer];
+}
+
+void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
+  if (!options_.enabled) return;
+  PerOptimizer& state = state_of(optimizer);
+  if (state.stage == Stage::Unscaled) {
+    throw std::logic_error("GradScaler::unscale_ was already called on this optimizer since the "
+                           "last update(); call it once per step");
+  }
+  if (state.stage == Stage::Stepped) {
+    throw std::logic_error("GradScaler::unscale_ is called after step(); call it before step()");
+  }
+  // The reciprocal in fp32, as PyTorch computes it, so both give the same bits.
+  const double inv_scale = static_cast<float>(1.0 / scale_);
+  torch::NoGradGuard no_grad;
+  torch::Tensor found = torch::zeros({}, torch::kBool);
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& param : group.params()) {
+      torch::Tensor grad = param.grad();
+      if (!grad.defined()) continue;
+      if (grad.is_sparse()) {
+        grad = grad.coalesce();
+        param.mutable_grad() = grad;
+        grad = grad._values();
+      }
+      grad.mul_(inv_scale);
+      found.logical_or_(torch::isfinite(grad).all().logical_not());
+    }
+  }
+  float local = found.item<bool>() ? 1.0f : 0.0f;
+  if (comm_ && comm_->size() > 1) {
+    // Every rank must reach the same verdict or their parameters diverge.
+    torch::Tensor verdict = torch::full({1}, local);
+    comm_->allreduce(verdict, comm::ReduceOp::Max).wait();
+    local = verdict.item<float>();
+  }
+  state.found_inf = local > 0;
+  state.stage = Stage::Unscaled;
+}
+
+bool GradScaler::step(torch::optim::Optimizer& optimizer) {
+  if (!options_.enabled) {
+    optimizer.step();
+    return true;
+  }
+  PerOptimizer& state = state_of(optimizer);
+  if (state.stage == Stage::Stepped) {
+    throw std::logic_error("GradScaler::step was already called on this optimizer since the last "
+                           "update(); call update() once per step");
+  }
+  if (state.stage == Stage::Ready) unscale_(optimizer);
+  state.stage = Stage::Stepped;
+  if (state.found_inf) return false;
+  optimizer.step();
+  return true;
+}
+
+void GradScaler::update() {
+  if (!options_.enabled) return;
+  if (per_optimizer_.empty()) {
+    throw std::logic_error("GradScaler::update: no step() or unscale_() was recorded since the "
+                           "last update(); call scaler.step(optimizer) first");
+  }
+  bool found_inf = false;
+  for (const auto& [optimizer, state] : per_optimizer_) found_inf = found_inf || state.found_inf;
+  per_optimizer_.clear();
+  if (found_inf) ++skipped_steps_;
+  if (!options_.dynamic) return;
+  if (found_inf) {
+    scale_ *= options_.backoff_factor;
+    growth_tracker_ = 0;
+  } else if (++growth_tracker_ == options_.growth_interval) {
+    scale_ *= options_.growth_factor;
+    growth_tracker_ = 0;
+  }
+  if (scale_ < options_.min_scale) {
+    std::string message =
+        "GradScaler: the loss scale fell to " + std::to_string(scale_) + ", below min_scale " +
+        std::to_string(options_.min_scale) + ", after " + std::to_string(skipped_steps_) +
+        " skipped steps: gradients overflow at every scale, so training is unstable. Lower the "
+        "learning rate, look for bad values in the data, or train in bf16 (no scaling needed)";
+    if (options_.stop_below_min_scale) throw std::runtime_error(message);
+    if (!warned_min_scale_) std::cerr << "warning: " << message << std::endl;
+    warned_min_scale_ = true;
+  }
+}
+
+void GradScaler::set_scale(double new_scale) {
+  check_positive("scale", new_scale);
+  scale_ = new_scale;
+}
+
+std::map<std::string, torch::Tensor> GradScaler::state_dict() const {
+  auto f64 = [](double v) { return torch::tensor(v, torch::kDouble); };
+  auto i64 = [](int64_t v) { return torch::tensor(v, torch::kLong); };
+  return {{"scale", f64(scale_)},
+          {"growth_factor", f64(options_.growth_factor)},
+          {"backoff_factor", f64(options_.backoff_factor)},
+          {"growth_interval", i64(options_.growth_interval)},
+          {"_growth_tracker", i64(growth_tracker_)},
+          {"skipped_steps", i64(skipped_steps_)}};
+}
+
+void GradScaler::load_state_dict(const std::map<std::string, torch::Tensor>& state) {
+  auto number = [&](const std::string& key, bool required) -> std::optional<double> {
+    auto it = state.find(key);
+    if (it == state.end()) {
+      if (!required) return std::nullopt;
+      throw std::invalid_argument("GradScaler::load_state_dict: key '" + key +
+                                  "' is missing; was this state saved by a GradScaler?");
+    }
+    if (!it->second.defined() || it->second.numel() != 1) {
+      throw std::invalid_argument("GradScaler::load_state_dict: '" + key +
+                                  "' must hold a single number, got a tensor of shape " +
+                                  (it->second.defined() ? c10::str(it->second.sizes()) : "undefined"));
+    }
+    return it->second.item<double>();
+  };
+  const double loaded_scale = *number("scale", true);
+  check_positive("scale", loaded_scale);
+  GradScalerOptions next = options_;
+  next.growth_factor = *number("growth_factor", true);
+  next.backoff_factor = *number("backoff_factor", true);
+  next.growth_interval = static_cast<int64_t>(*number("growth_interval", true));
+  const auto tracker = static_cast<int64_t>(*number("_growth_tracker", true));
+  const auto skipped = static_cast<int64_t>(number("skipped_steps", false).value_or(0));
+  GradScaler validated(next);  // checks the loaded factors before anything changes
+  options_ = next;
+  scale_ = loaded_scale;
+  growth_tracker_ = tracker;
+  skipped_steps_ = skipped;
+}
+
+}  // namespace paisoar::amp
