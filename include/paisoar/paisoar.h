@@ -3,4 +3,5 @@
 
 #include "paisoar/amp.h"
 #include "paisoar/comm.h"
+#include "paisoar/optim.h"
 #include "paisoar/version.h"
