@@ -13,6 +13,7 @@ using Command = std::function<int(int argc, char** argv)>;
 
 Command add_demo_command(CLI::App& app);
 Command add_bench_comm_command(CLI::App& bench);
+Command add_bench_optim_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
 // was not started by a launcher (torchrun, Slurm or Open MPI variables);

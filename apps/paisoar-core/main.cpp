@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   bench->require_subcommand(1);
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
+  auto bench_optim = paisoar::app::add_bench_optim_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("demo")) return demo(argc, argv);
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
+    if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
     return 1;

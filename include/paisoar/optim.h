@@ -1,5 +1,7 @@
 // paisoar's optimizers for large-batch training (torch::optim compatible).
 #pragma once
 
+#include "paisoar/optim/flat_buffer.h"
+#include "paisoar/optim/flat_optimizer.h"
 #include "paisoar/optim/lamb.h"
 #include "paisoar/optim/lars.h"

@@ -1,0 +1,133 @@
+// `paisoar bench optim`: optimizer step time, per-tensor (torch::optim::SGD and
+// AdamW, paisoar LARS and LAMB) next to FlatOptimizer on the same model, for a
+// deep model of many small tensors and a wide one of few large tensors.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/paisoar-core/commands.h"
+#include "paisoar/optim.h"
+
+namespace paisoar::app {
+namespace {
+
+using optim::FlatAlgorithm;
+using optim::FlatOptimizerOptions;
+using Clock = std::chrono::steady_clock;
+
+struct OptimBenchOptions {
+  int repeats = 7;
+  int iters = 20;  // steps per sample
+  std::string json = "optim_bench.json";
+};
+
+// Linear layers' weights and biases, with gradients set once.
+std::vector<torch::Tensor> make_model(int layers, int width) {
+  torch::manual_seed(0);
+  std::vector<torch::Tensor> ps;
+  for (int l = 0; l < layers; ++l) {
+    ps.push_back(torch::randn({width, width}) * 0.05);
+    ps.push_back(torch::zeros({width}));
+  }
+  for (auto& p : ps) {
+    p.requires_grad_();
+    p.mutable_grad() = torch::randn_like(p) * 1e-3;
+  }
+  return ps;
+}
+
+std::unique_ptr<torch::optim::Optimizer> per_tensor(FlatAlgorithm a, std::vector<torch::Tensor> ps) {
+  switch (a) {
+    case FlatAlgorithm::SGD:
+      return std::make_unique<torch::optim::SGD>(ps, torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-4));
+    case FlatAlgorithm::AdamW:
+      return std::make_unique<torch::optim::AdamW>(ps, torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
+    case FlatAlgorithm::LARS:
+      return std::make_unique<optim::LARS>(ps, optim::LARSOptions(0.1).weight_decay(1e-4));
+    case FlatAlgorithm::LAMB:
+      return std::make_unique<optim::LAMB>(ps, optim::LAMBOptions(1e-3));
+  }
+  return nullptr;
+}
+
+FlatOptimizerOptions flat_options(FlatAlgorithm a) {
+  switch (a) {
+    case FlatAlgorithm::SGD: return FlatOptimizerOptions(a, 0.1).momentum(0.9).weight_decay(1e-4);
+    case FlatAlgorithm::AdamW: return FlatOptimizerOptions(a, 1e-3).weight_decay(0.01);
+    case FlatAlgorithm::LARS: return FlatOptimizerOptions(a, 0.1).weight_decay(1e-4).eps(1e-9);
+    case FlatAlgorithm::LAMB: return FlatOptimizerOptions(a, 1e-3).weight_decay(0.01).eps(1e-6);
+  }
+  return {};
+}
+
+const char* name_of(FlatAlgorithm a) {
+  switch (a) {
+    case FlatAlgorithm::SGD: return "sgd_momentum";
+    case FlatAlgorithm::AdamW: return "adamw";
+    case FlatAlgorithm::LARS: return "lars";
+    case FlatAlgorithm::LAMB: return "lamb";
+  }
+  return "?";
+}
+
+int run_optim_bench(const OptimBenchOptions& o) {
+  struct Shape { const char* name; int layers, width; };
+  const Shape shapes[] = {{"deep: 64 x Linear(128,128), 128 tensors", 64, 128},
+                          {"wide: 8 x Linear(1024,1024), 16 tensors", 8, 1024}};
+  nlohmann::json out = {{"threads", torch::get_num_threads()}, {"rows", nlohmann::json::array()}};
+  std::printf("paisoar bench optim: step time in ms, median of %d samples of %d steps, %d threads\n",
+              o.repeats, o.iters, torch::get_num_threads());
+  std::printf("%-42s %-13s %10s %10s %8s\n", "model", "optimizer", "per-tensor", "flat", "speedup");
+  for (const auto& shape : shapes) {
+    for (auto algo : {FlatAlgorithm::SGD, FlatAlgorithm::AdamW, FlatAlgorithm::LARS, FlatAlgorithm::LAMB}) {
+      auto ref = per_tensor(algo, make_model(shape.layers, shape.width));
+      auto flat_params = make_model(shape.layers, shape.width);
+      optim::FlatOptimizer flat(flat_params, flat_options(algo));
+      std::vector<double> a, b;
+      auto timed = [](const std::function<void()>& op) {
+        auto start = Clock::now();
+        op();
+        return std::chrono::duration<double>(Clock::now() - start).count();
+      };
+      for (int r = 0; r < o.repeats; ++r) {
+        double ta = 0, tb = 0;
+        for (int i = 0; i < o.iters; ++i) {  // alternate call by call
+          ta += timed([&] { ref->step(); });
+          tb += timed([&] { flat.step(); });
+        }
+        a.push_back(ta / o.iters);
+        b.push_back(tb / o.iters);
+      }
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      double ref_ms = a[a.size() / 2] * 1e3, flat_ms = b[b.size() / 2] * 1e3;
+      std::printf("%-42s %-13s %10.3f %10.3f %8.2f\n", shape.name, name_of(algo), ref_ms, flat_ms,
+                  ref_ms / flat_ms);
+      out["rows"].push_back({{"model", shape.name}, {"optimizer", name_of(algo)},
+                             {"per_tensor_ms", ref_ms}, {"flat_ms", flat_ms},
+                             {"speedup", ref_ms / flat_ms}});
+    }
+  }
+  std::ofstream(o.json) << out.dump(2) << "\n";
+  std::printf("wrote %s\n", o.json.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_optim_command(CLI::App& bench) {
+  auto o = std::make_shared<OptimBenchOptions>();
+  auto* cmd = bench.add_subcommand("optim", "optimizer step: per-tensor vs flat buffers");
+  cmd->add_option("--repeats", o->repeats, "samples (median kept)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--iters", o->iters, "steps per sample")->check(CLI::Range(1, 100000));
+  cmd->add_option("--json", o->json, "where to write the results");
+  return [o](int, char**) { return run_optim_bench(*o); };
+}
+
+}  // namespace paisoar::app
