@@ -37,12 +37,8 @@ const FlatOptimizerOptions& FlatOptimizer::options() const {
 void FlatOptimizer::zero_grad() { flat_->grad().zero_(); }
 
 torch::Tensor FlatOptimizer::step(LossClosure closure) {
+  torch::Tensor loss = detail::evaluate_closure(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   flat_->adopt_gradients();
   const auto& o = options();
   ++step_;

@@ -60,12 +60,8 @@ LAMB::LAMB(std::vector<torch::Tensor> params, LAMBOptions defaults)
     : LAMB({torch::optim::OptimizerParamGroup(std::move(params))}, defaults) {}
 
 torch::Tensor LAMB::step(LossClosure closure) {
+  torch::Tensor loss = detail::evaluate_closure(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const LAMBOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();

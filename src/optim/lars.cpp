@@ -52,12 +52,8 @@ LARS::LARS(std::vector<torch::Tensor> params, LARSOptions defaults)
     : LARS({torch::optim::OptimizerParamGroup(std::move(params))}, defaults) {}
 
 torch::Tensor LARS::step(LossClosure closure) {
+  torch::Tensor loss = detail::evaluate_closure(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const LARSOptions&>(group.options());
     for (auto& p : group.params()) {

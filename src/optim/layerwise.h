@@ -1,5 +1,5 @@
-// Helpers shared by the layer-wise adaptive optimizers (LARS, LAMB): which
-// parameters are exempt, and the guarded trust ratio.
+// Helpers shared by paisoar's optimizers: the step closure, which parameters
+// are exempt from the layer-wise trust ratio (LARS, LAMB), and the guarded ratio.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +9,14 @@ namespace paisoar::optim::detail {
 // Biases and norm-layer weights are the 1-D parameters.
 inline bool exempt(const torch::Tensor& param, bool exclude_1d) {
   return exclude_1d && param.dim() <= 1;
+}
+
+// The loss of a step's closure, evaluated with grad mode on (an undefined tensor
+// without one), as torch::optim's step(closure) contract says.
+inline torch::Tensor evaluate_closure(const torch::optim::Optimizer::LossClosure& closure) {
+  if (!closure) return {};
+  torch::AutoGradMode enable_grad(true);
+  return closure();
 }
 
 // numerator / denominator as a 0-dim tensor, or 1 when either is 0 (a fresh
