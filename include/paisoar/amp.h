@@ -3,3 +3,4 @@
 
 #include "paisoar/amp/autocast.h"
 #include "paisoar/amp/grad_scaler.h"
+#include "paisoar/amp/master_weights.h"
