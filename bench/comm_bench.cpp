@@ -11,11 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/paisoar-core/commands.h"
+#include "bench/measure_pair.h"
 #include "paisoar/comm.h"
 #include "src/comm/raw_gloo_peer.h"
 
 namespace paisoar::app {
 namespace {
+
+using bench::measure_pair;
 
 struct CommBenchOptions {
   int nproc = 2;
@@ -27,38 +30,6 @@ struct CommBenchOptions {
 };
 
 using Clock = std::chrono::steady_clock;
-
-// Median seconds per call of `ours` and of `peer`. Within a sample the two
-// alternate call by call (each call timed alone), so slow drifts of this noisy
-// machine hit both equally; `iters` calls of each per sample.
-template <typename Ours, typename Peer, typename Barrier>
-std::pair<double, double> measure_pair(int iters, int repeats, Ours&& ours, Peer&& peer,
-                                       Barrier&& barrier) {
-  auto timed = [](auto& op) {
-    auto start = Clock::now();
-    op();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  };
-  std::vector<double> a, b;
-  for (int r = 0; r < repeats; ++r) {
-    barrier();
-    double ta = 0, tb = 0;
-    for (int i = 0; i < iters; ++i) {
-      if ((i + r) % 2 == 0) {
-        ta += timed(ours);
-        tb += timed(peer);
-      } else {
-        tb += timed(peer);
-        ta += timed(ours);
-      }
-    }
-    a.push_back(ta / iters);
-    b.push_back(tb / iters);
-  }
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return {a[a.size() / 2], b[b.size() / 2]};
-}
 
 struct Row {
   int64_t bytes;

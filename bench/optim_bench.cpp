@@ -3,15 +3,13 @@
 // deep model of many small tensors and a wide one of few large tensors.
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/paisoar-core/commands.h"
+#include "bench/measure_pair.h"
 #include "paisoar/optim.h"
 
 namespace paisoar::app {
@@ -19,7 +17,6 @@ namespace {
 
 using optim::FlatAlgorithm;
 using optim::FlatOptimizerOptions;
-using Clock = std::chrono::steady_clock;
 
 struct OptimBenchOptions {
   int repeats = 7;
@@ -89,24 +86,10 @@ int run_optim_bench(const OptimBenchOptions& o) {
       auto ref = per_tensor(algo, make_model(shape.layers, shape.width));
       auto flat_params = make_model(shape.layers, shape.width);
       optim::FlatOptimizer flat(flat_params, flat_options(algo));
-      std::vector<double> a, b;
-      auto timed = [](const std::function<void()>& op) {
-        auto start = Clock::now();
-        op();
-        return std::chrono::duration<double>(Clock::now() - start).count();
-      };
-      for (int r = 0; r < o.repeats; ++r) {
-        double ta = 0, tb = 0;
-        for (int i = 0; i < o.iters; ++i) {  // alternate call by call
-          ta += timed([&] { ref->step(); });
-          tb += timed([&] { flat.step(); });
-        }
-        a.push_back(ta / o.iters);
-        b.push_back(tb / o.iters);
-      }
-      std::sort(a.begin(), a.end());
-      std::sort(b.begin(), b.end());
-      double ref_ms = a[a.size() / 2] * 1e3, flat_ms = b[b.size() / 2] * 1e3;
+      auto ref_step = [&] { ref->step(); };
+      auto flat_step = [&] { flat.step(); };
+      auto [ref_s, flat_s] = bench::measure_pair(o.iters, o.repeats, ref_step, flat_step, [] {});
+      double ref_ms = ref_s * 1e3, flat_ms = flat_s * 1e3;
       std::printf("%-42s %-13s %10.3f %10.3f %8.2f\n", shape.name, name_of(algo), ref_ms, flat_ms,
                   ref_ms / flat_ms);
       out["rows"].push_back({{"model", shape.name}, {"optimizer", name_of(algo)},
