@@ -4,3 +4,6 @@
 #include "paisoar/amp/autocast.h"
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/amp/master_weights.h"
+#include "paisoar/amp/custom_function.h"
+#include "paisoar/amp/finite_loss_check.h"
+#include "paisoar/amp/precision.h"

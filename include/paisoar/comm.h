@@ -2,6 +2,7 @@
 // rendezvous stores, environment detection and device meshes.
 #pragma once
 
+#include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/device_mesh.h"
 #include "paisoar/comm/env.h"

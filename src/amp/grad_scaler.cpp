@@ -7,7 +7,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "paisoar/comm/communicator.h"
+#include "paisoar/comm/agreement.h"
 
 namespace paisoar::amp {
 namespace {
@@ -69,14 +69,8 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
       found.logical_or_(torch::isfinite(grad).all().logical_not());
     }
   }
-  float local = found.item<bool>() ? 1.0f : 0.0f;
-  if (comm_ && comm_->size() > 1) {
-    // Every rank must reach the same verdict or their parameters diverge.
-    torch::Tensor verdict = torch::full({1}, local);
-    comm_->allreduce(verdict, comm::ReduceOp::Max).wait();
-    local = verdict.item<float>();
-  }
-  state.found_inf = local > 0;
+  // Every rank must reach the same verdict or their parameters diverge.
+  state.found_inf = comm::any_rank(comm_, found.item<bool>());
   state.stage = Stage::Unscaled;
 }
 

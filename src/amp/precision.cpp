@@ -1,0 +1,168 @@
+// Precision pins: the scope that sets autocast and casts inputs, the Pinned
+// module wrapper, and the name-pattern policy.
+#include "paisoar/amp/precision.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <stdexcept>
+
+#include "src/amp/cast_floating.h"
+
+namespace paisoar::amp {
+
+Precision parse_precision(const std::string& text) {
+  if (text == "inherit") return Precision::Inherit;
+  if (text == "fp32" || text == "full" || text == "float32") return Precision::Full;
+  if (text == "low" || text == "bf16" || text == "fp16" || text == "bfloat16" || text == "float16") {
+    return Precision::Low;
+  }
+  throw std::invalid_argument("unknown precision '" + text +
+                              "': use fp32 (or full), low (or bf16/fp16), or inherit");
+}
+
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::Full: return "fp32";
+    case Precision::Low: return "low";
+    case Precision::Inherit: break;
+  }
+  return "inherit";
+}
+
+PrecisionScope::PrecisionScope(Precision precision, c10::DeviceType device) {
+  if (precision == Precision::Inherit) return;
+  AutocastOptions options;
+  options.device = device;
+  if (precision == Precision::Full) {
+    options.enabled = false;
+    cast_to_ = c10::ScalarType::Float;
+  } else {
+    // The dtype the device's autocast is set to (bf16 on CPU unless changed).
+    options.dtype = autocast_dtype(device);
+    cast_to_ = options.dtype;
+  }
+  guard_.emplace(options);
+}
+
+torch::Tensor PrecisionScope::cast(const torch::Tensor& x) const {
+  return detail::cast_floating(x, cast_to_);
+}
+
+PinnedImpl::PinnedImpl(torch::nn::AnyModule module, Precision precision)
+    : module_(std::move(module)), precision_(precision) {
+  TORCH_CHECK(!module_.is_empty(), "Pinned needs a module to wrap");
+  // Registered under their own names (shared, not copied), so the wrapper is
+  // invisible to state_dict, optimizers, to() and zero_grad().
+  const auto inner = module_.ptr();
+  for (const auto& p : inner->named_parameters(/*recurse=*/false)) {
+    register_parameter(p.key(), p.value(), p.value().requires_grad());
+  }
+  for (const auto& b : inner->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
+  for (const auto& c : inner->named_children()) register_module(c.key(), c.value());
+}
+
+torch::Tensor PinnedImpl::forward(torch::Tensor x) {
+  PrecisionScope scope(precision_, x.device().type());
+  return module_.forward<torch::Tensor>(scope.cast(x));
+}
+
+void PinnedImpl::train(bool on) {
+  torch::nn::Module::train(on);
+  module_.ptr()->train(on);  // the wrapped module itself is not one of our children
+}
+
+void PinnedImpl::pretty_print(std::ostream& stream) const {
+  stream << "paisoar::amp::Pinned(" << to_string(precision_) << ", ";
+  module_.ptr()->pretty_print(stream);
+  stream << ")";
+}
+
+bool glob_match(const std::string& pattern, const std::string& name) {
+  size_t p = 0, n = 0, star = std::string::npos, resume = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+PrecisionPolicy PrecisionPolicy::from_yaml(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(std::string("precision policy: not valid YAML: ") + e.what());
+  }
+  PrecisionPolicy policy;
+  if (root.IsNull()) return policy;
+  if (!root.IsMap()) {
+    throw std::invalid_argument(
+        "precision policy: expected a mapping like `fp32: [head, \"*.norm\"]`, got a " +
+        std::string(root.IsSequence() ? "list" : "scalar"));
+  }
+  for (const auto& entry : root) {
+    const auto key = entry.first.as<std::string>();
+    const Precision precision = parse_precision(key);
+    const YAML::Node& patterns = entry.second;
+    if (patterns.IsScalar()) {
+      policy.add(patterns.as<std::string>(), precision);
+    } else if (patterns.IsSequence()) {
+      for (const auto& pattern : patterns) {
+        if (!pattern.IsScalar()) {
+          throw std::invalid_argument("precision policy: '" + key +
+                                      "' must list module-name patterns (strings)");
+        }
+        policy.add(pattern.as<std::string>(), precision);
+      }
+    } else {
+      throw std::invalid_argument("precision policy: '" + key +
+                                  "' must be a pattern or a list of patterns");
+    }
+  }
+  return policy;
+}
+
+PrecisionPolicy& PrecisionPolicy::add(std::string pattern, Precision precision) {
+  if (pattern.empty()) throw std::invalid_argument("precision policy: empty module-name pattern");
+  rules_.emplace_back(std::move(pattern), precision);
+  return *this;
+}
+
+Precision PrecisionPolicy::precision_for(const std::string& module_name) const {
+  for (const auto& [pattern, precision] : rules_) {
+    if (glob_match(pattern, module_name)) return precision;
+  }
+  return Precision::Inherit;
+}
+
+torch::nn::Sequential PrecisionPolicy::apply(const torch::nn::Sequential& model,
+                                             const std::string& prefix) const {
+  torch::nn::Sequential out;
+  const auto children = model->named_children();
+  TORCH_INTERNAL_ASSERT(children.size() == model->size());
+  for (size_t i = 0; i < model->size(); ++i) {
+    const std::string& name = children[i].key();
+    const std::string path = prefix.empty() ? name : prefix + "." + name;
+    const Precision precision = precision_for(path);
+    const torch::nn::AnyModule& child = model->begin()[i];
+    if (precision == Precision::Inherit) {
+      out->push_back(name, child);
+    } else {
+      out->push_back(name, torch::nn::AnyModule(Pinned(child, precision)));
+    }
+  }
+  return out;
+}
+
+}  // namespace paisoar::amp
