@@ -1,6 +1,8 @@
 // FlatBuffer: packing parameters and gradients into aliases of two flat tensors.
 #include "paisoar/optim/flat_buffer.h"
 
+#include "src/util/storage_alias.h"
+
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -41,12 +43,7 @@ torch::Tensor FlatBuffer::slice(const torch::Tensor& flat, size_t i) const {
 }
 
 torch::Tensor FlatBuffer::alias(const torch::Tensor& flat, size_t i) const {
-  // set_ makes a plain alias of the storage: autograd does not treat it as a view,
-  // so zero_grad()'s detach_() and AccumulateGrad's in-place add both work on it.
-  const auto& shape = params_[i].sizes();
-  return torch::empty({0}, flat.options())
-      .set_(flat.storage(), flat.storage_offset() + offsets_[i], shape,
-            c10::contiguous_strides(shape));
+  return detail::storage_alias(flat, offsets_[i], params_[i].sizes());
 }
 
 void FlatBuffer::adopt_gradients() {
@@ -54,9 +51,7 @@ void FlatBuffer::adopt_gradients() {
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
     const torch::Tensor& g = p.grad();
-    const auto* expected = static_cast<const char*>(grad_.data_ptr()) +
-                           offsets_[i] * static_cast<int64_t>(grad_.element_size());
-    if (g.defined() && g.data_ptr() == expected) continue;
+    if (detail::starts_at(g, grad_, offsets_[i])) continue;
     if (g.defined()) slice(grad_, i).copy_(g.reshape({-1}));
     else slice(grad_, i).zero_();
     p.mutable_grad() = alias(grad_, i);

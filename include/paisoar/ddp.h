@@ -1,0 +1,8 @@
+// paisoar's data parallelism: DistributedDataParallel, its gradient reducer
+// and the communication (compression) hooks.
+#pragma once
+
+#include "paisoar/ddp/comm_hook.h"
+#include "paisoar/ddp/distributed_data_parallel.h"
+#include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/ddp/options.h"

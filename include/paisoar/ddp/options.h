@@ -1,0 +1,52 @@
+// Options for data-parallel training: bucketing, overlap, unused parameters,
+// buffer sync, and gradient compression. Every field has its default here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace paisoar::ddp {
+
+enum class Compression {
+  None,      // allreduce the fp32 (or the parameters' dtype) gradients
+  FP16,      // cast to float16, average, cast back: half the bytes
+  BF16,      // cast to bfloat16, average, cast back (Gloo reduces bf16 in fp32)
+  Int8,      // int8 with one scale per bucket and rank, error feedback: a quarter
+  PowerSGD,  // rank-r factors of each matrix, warm start, error feedback
+};
+
+// "none", "fp16", "bf16", "int8", "powersgd"; throws std::invalid_argument naming the text.
+Compression parse_compression(const std::string& text);
+const char* to_string(Compression compression);
+
+struct CompressionOptions {
+  Compression type = Compression::None;
+  // PowerSGD: rank of the factors. A matrix n x m is sent as r*(n+m) numbers;
+  // matrices where that saves nothing, and 1-D tensors, go uncompressed.
+  int powersgd_rank = 4;
+  // Int8 and PowerSGD: carry what compression lost into the next step.
+  bool error_feedback = true;
+  // PowerSGD: seed of the initial factors (must be equal on every rank).
+  uint64_t seed = 0;
+};
+
+struct DdpOptions {
+  // Gradients are averaged in buckets of about this many MiB ...
+  double bucket_cap_mb = 25.0;
+  // ... except the first one, kept small so communication starts early.
+  double first_bucket_mb = 1.0;
+  // Start a bucket's allreduce during backward as soon as all its gradients
+  // are ready. false: all buckets after backward (a baseline to compare with).
+  bool overlap = true;
+  // After the first synchronised step, rebuild the buckets in the order
+  // gradients actually arrived (rank 0's order, so every rank agrees).
+  bool rebuild_buckets = true;
+  // The model's forward may leave parameters out of the loss: their gradient
+  // counts as zero. false: a parameter without a gradient is an error.
+  bool find_unused_parameters = false;
+  // Broadcast buffers (BatchNorm running statistics) from rank 0 before each forward.
+  bool broadcast_buffers = true;
+  CompressionOptions compression;
+};
+
+}  // namespace paisoar::ddp

@@ -1,0 +1,20 @@
+// Which gradients share a bucket: walk the parameters in the order their
+// gradients are expected, fill one open bucket per dtype/device up to its cap
+// (a small cap for the first), and order buckets by when they can start.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace paisoar::ddp::detail {
+
+// Returns buckets of parameter indices. `order` lists every index of `params`
+// once, earliest-ready first; each bucket holds one dtype and device, its
+// indices in `order`'s order; buckets are sorted by their earliest member.
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
+                                              const std::vector<size_t>& order,
+                                              int64_t first_cap_bytes, int64_t cap_bytes);
+
+}  // namespace paisoar::ddp::detail

@@ -1,0 +1,414 @@
+// GradientReducer: gradients as aliases of bucket buffers, a post-hook on each
+// parameter's gradient accumulator that launches a bucket once its last
+// gradient is in (buckets in a fixed order on every rank), and an end-of-
+// backward callback that launches the rest, waits, checks who used what, and
+// rebuilds the buckets once in the order gradients really arrived.
+#include "paisoar/ddp/gradient_reducer.h"
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "paisoar/comm/communicator.h"
+#include "src/ddp/bucket_plan.h"
+#include "src/ddp/model_sync.h"
+#include "src/util/storage_alias.h"
+
+namespace paisoar::ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int64_t mib_to_bytes(double mib, const char* field) {
+  TORCH_CHECK(mib > 0, "DdpOptions::", field, " must be > 0 MiB, got ", mib);
+  return static_cast<int64_t>(mib * 1024 * 1024);
+}
+
+}  // namespace
+
+class GradientReducer::Impl {
+ public:
+  Impl(std::shared_ptr<torch::nn::Module> module, std::shared_ptr<comm::Communicator> comm,
+       DdpOptions options);
+  ~Impl();
+
+  void pre_forward();
+  void post_forward(const std::vector<torch::Tensor>& outputs);
+  void on_gradient(size_t index);
+  void finalize();
+
+  struct Param {
+    torch::Tensor tensor;
+    std::string name;
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    uintptr_t hook_key = 0;
+    size_t bucket = 0;
+    int64_t offset = 0;  // element offset in its bucket
+  };
+  struct Bucket {
+    std::vector<size_t> members;
+    BucketLayout layout;
+    torch::Tensor flat;
+    size_t pending = 0;
+  };
+
+  void build_buckets(const std::vector<std::vector<size_t>>& plan);
+  // Makes parameter i's gradient the alias of its bucket slice (copying a
+  // gradient something else allocated, zeroing an undefined one).
+  void adopt_gradient(size_t i);
+  void launch_ready_buckets();
+  void reset_iteration();
+  // Throws if a parameter changed dtype/device or lost its accumulator (the
+  // hooks would silently never fire).
+  void check_parameters_unchanged() const;
+  void check_everyone_used_everything(const torch::Tensor& used_counts);
+  bool rebuild_in_arrival_order();
+
+  std::shared_ptr<torch::nn::Module> module_;
+  std::shared_ptr<comm::Communicator> comm_;
+  DdpOptions options_;
+  int64_t first_cap_bytes_, cap_bytes_;
+  std::vector<Param> params_;
+  std::vector<torch::Tensor> buffers_;
+  std::vector<Bucket> buckets_;
+  std::unique_ptr<CommHook> hook_;
+
+  // Per-iteration state, owned by the thread running forward and backward;
+  // mutex_ guards it against autograd engine threads (CUDA device threads).
+  std::mutex mutex_;
+  bool sync_ = true;
+  bool armed_ = false;           // the coming backward must be synchronised
+  bool callback_queued_ = false;
+  size_t next_bucket_ = 0;       // first bucket not launched yet
+  std::vector<char> ready_;      // gradient in (or known unused)
+  std::vector<char> used_;       // gradient produced by this backward
+  std::vector<size_t> arrival_;  // hook order, for the rebuild
+  bool rebuilt_ = false;
+  Clock::time_point first_ready_;
+  ReducerStats stats_;
+};
+
+GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
+                            std::shared_ptr<comm::Communicator> comm, DdpOptions options)
+    : module_(std::move(module)),
+      comm_(std::move(comm)),
+      options_(options),
+      first_cap_bytes_(mib_to_bytes(options.first_bucket_mb, "first_bucket_mb")),
+      cap_bytes_(mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb")) {
+  TORCH_CHECK(module_, "DistributedDataParallel needs a module");
+  TORCH_CHECK(comm_, "DistributedDataParallel needs a Communicator");
+  std::vector<std::pair<std::string, torch::Tensor>> named_params, named_buffers;
+  for (const auto& p : module_->named_parameters()) {
+    if (p.value().requires_grad()) named_params.emplace_back(p.key(), p.value());
+  }
+  for (const auto& b : module_->named_buffers()) named_buffers.emplace_back(b.key(), b.value());
+  TORCH_CHECK(!named_params.empty(),
+              "DistributedDataParallel: the module has no parameter that requires grad");
+  detail::check_same_tensors(*comm_, "parameter", named_params);
+  detail::check_same_tensors(*comm_, "buffer", named_buffers);
+
+  std::vector<torch::Tensor> param_tensors, state;
+  for (const auto& [name, t] : named_params) {
+    params_.push_back({t, name, nullptr, 0, 0, 0});
+    param_tensors.push_back(t);
+    state.push_back(t);
+  }
+  for (const auto& [name, t] : named_buffers) {
+    buffers_.push_back(t);
+    state.push_back(t);
+  }
+  detail::broadcast_tensors(*comm_, state, /*root=*/0);
+
+  // Gradients of the last layers are ready first.
+  std::vector<size_t> order(params_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+  build_buckets(detail::plan_buckets(param_tensors, order, first_cap_bytes_, cap_bytes_));
+  ready_.assign(params_.size(), 0);
+  used_.assign(params_.size(), 0);
+  hook_ = make_comm_hook(options_.compression, comm_);
+
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i];
+    p.accumulator = torch::autograd::impl::grad_accumulator(p.tensor);
+    p.hook_key = p.accumulator->add_post_hook(
+        std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              on_gradient(i);
+              return outputs;
+            }));
+  }
+}
+
+GradientReducer::Impl::~Impl() {
+  for (auto& p : params_) p.accumulator->del_post_hook(p.hook_key);
+}
+
+void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>& plan) {
+  torch::NoGradGuard no_grad;
+  std::vector<Bucket> buckets;
+  for (size_t b = 0; b < plan.size(); ++b) {
+    Bucket bucket;
+    bucket.members = plan[b];
+    int64_t total = 0;
+    for (size_t i : bucket.members) {
+      bucket.layout.offsets.push_back(total);
+      bucket.layout.shapes.push_back(params_[i].tensor.sizes().vec());
+      total += params_[i].tensor.numel();
+    }
+    const auto& first = params_[bucket.members.front()].tensor;
+    bucket.flat = torch::zeros({total}, first.options().requires_grad(false));
+    for (size_t k = 0; k < bucket.members.size(); ++k) {
+      auto& p = params_[bucket.members[k]];
+      p.bucket = b;
+      p.offset = bucket.layout.offsets[k];
+      const torch::Tensor& g = p.tensor.grad();
+      if (g.defined()) bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
+      p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
+    }
+    bucket.pending = bucket.members.size();
+    buckets.push_back(std::move(bucket));
+  }
+  buckets_ = std::move(buckets);
+}
+
+void GradientReducer::Impl::adopt_gradient(size_t i) {
+  auto& p = params_[i];
+  const auto& flat = buckets_[p.bucket].flat;
+  const torch::Tensor& g = p.tensor.grad();
+  if (paisoar::detail::starts_at(g, flat, p.offset)) return;
+  if (g.defined() && g.scalar_type() != flat.scalar_type()) {
+    throw std::runtime_error("DistributedDataParallel: parameter '" + p.name +
+                             "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
+                             " but its bucket holds " + c10::toString(flat.scalar_type()) +
+                             ": convert the model (model->to(dtype)) before wrapping it, not after");
+  }
+  torch::NoGradGuard no_grad;
+  auto slice = flat.narrow(0, p.offset, p.tensor.numel());
+  if (g.defined()) slice.copy_(g.reshape({-1}));
+  else slice.zero_();
+  p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
+}
+
+void GradientReducer::Impl::reset_iteration() {
+  armed_ = false;
+  callback_queued_ = false;
+  next_bucket_ = 0;
+  std::fill(ready_.begin(), ready_.end(), 0);
+  std::fill(used_.begin(), used_.end(), 0);
+  arrival_.clear();
+  for (auto& b : buckets_) b.pending = b.members.size();
+}
+
+void GradientReducer::Impl::check_parameters_unchanged() const {
+  for (const auto& p : params_) {
+    const auto& flat = buckets_[p.bucket].flat;
+    if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
+        torch::autograd::impl::try_get_grad_accumulator(p.tensor) != p.accumulator) {
+      throw std::runtime_error(
+          "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
+          "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +
+          p.tensor.device().str() + ", its bucket " + c10::toString(flat.scalar_type()) + " on " +
+          flat.device().str() + "): move or convert the model before wrapping it");
+    }
+  }
+}
+
+void GradientReducer::Impl::pre_forward() {
+  check_parameters_unchanged();
+  if (options_.broadcast_buffers && !buffers_.empty()) {
+    detail::broadcast_tensors(*comm_, buffers_, /*root=*/0);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Normally already clean; not if the last backward failed before its end.
+  reset_iteration();
+  armed_ = sync_;
+}
+
+void GradientReducer::Impl::post_forward(const std::vector<torch::Tensor>& outputs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_ || !options_.find_unused_parameters || outputs.empty()) return;
+  // Walk the graph: accumulators it does not reach belong to unused parameters,
+  // whose buckets then need not wait for them.
+  std::unordered_set<torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> stack;
+  for (const auto& out : outputs) {
+    if (!out.defined() || !out.requires_grad()) continue;
+    auto fn = out.grad_fn() ? out.grad_fn() : torch::autograd::impl::try_get_grad_accumulator(out);
+    if (fn && seen.insert(fn.get()).second) stack.push_back(fn.get());
+  }
+  while (!stack.empty()) {
+    auto* node = stack.back();
+    stack.pop_back();
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function && seen.insert(edge.function.get()).second) stack.push_back(edge.function.get());
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (seen.count(params_[i].accumulator.get())) continue;
+    adopt_gradient(i);
+    ready_[i] = 1;
+    --buckets_[params_[i].bucket].pending;
+  }
+  if (options_.overlap) launch_ready_buckets();
+}
+
+void GradientReducer::Impl::on_gradient(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_) return;
+  auto& p = params_[index];
+  if (ready_[index]) {
+    throw std::runtime_error(
+        "DistributedDataParallel: parameter '" + p.name +
+        "' received a gradient twice in one backward (or after forward found it unused); "
+        "a parameter may take part in one backward per forward: use no_sync() to "
+        "accumulate over several backward passes");
+  }
+  if (!callback_queued_) {
+    torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
+    callback_queued_ = true;
+    first_ready_ = Clock::now();
+  }
+  adopt_gradient(index);
+  ready_[index] = 1;
+  used_[index] = 1;
+  arrival_.push_back(index);
+  if (--buckets_[p.bucket].pending == 0 && options_.overlap) launch_ready_buckets();
+}
+
+void GradientReducer::Impl::launch_ready_buckets() {
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+    auto& b = buckets_[next_bucket_];
+    hook_->launch(next_bucket_, b.flat, b.layout);
+    ++next_bucket_;
+  }
+}
+
+void GradientReducer::Impl::finalize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stats_ = ReducerStats{};
+  stats_.backward_s = seconds_since(first_ready_);
+  stats_.buckets = buckets_.size();
+  struct ResetOnExit {
+    Impl* self;
+    ~ResetOnExit() { self->reset_iteration(); }
+  } reset{this};
+
+  // Gradients that never came count as zeros here (an error below unless
+  // find_unused_parameters); every bucket is launched so no rank is left waiting.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (ready_[i]) continue;
+    adopt_gradient(i);
+    ready_[i] = 1;
+    --buckets_[params_[i].bucket].pending;
+  }
+  launch_ready_buckets();
+  TORCH_INTERNAL_ASSERT(next_bucket_ == buckets_.size());
+  torch::Tensor used = torch::empty({static_cast<int64_t>(used_.size())}, torch::kInt32);
+  std::copy(used_.begin(), used_.end(), used.data_ptr<int>());
+  const auto wait_start = Clock::now();
+  comm::Work used_work = comm_->allreduce(used, comm::ReduceOp::Sum);
+  for (size_t b = 0; b < buckets_.size(); ++b) hook_->finish(b, buckets_[b].flat, buckets_[b].layout);
+  used_work.wait();
+  stats_.exposed_comm_s = seconds_since(wait_start);
+  stats_.bytes = hook_->take_bytes() + used.numel() * used.element_size();
+  check_everyone_used_everything(used);
+  if (options_.rebuild_buckets && !rebuilt_) stats_.rebuilt = rebuild_in_arrival_order();
+}
+
+void GradientReducer::Impl::check_everyone_used_everything(const torch::Tensor& used_counts) {
+  const int world = comm_->size();
+  const auto* counts = used_counts.data_ptr<int>();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (counts[i] == world) continue;
+    if (options_.find_unused_parameters) {
+      // Unused everywhere: leave no gradient, as a single process would.
+      if (counts[i] == 0) params_[i].tensor.mutable_grad() = torch::Tensor();
+      continue;
+    }
+    throw std::runtime_error(
+        "DistributedDataParallel: parameter '" + params_[i].name +
+        "' received no gradient in this backward on " + std::to_string(world - counts[i]) +
+        " of " + std::to_string(world) + " ranks (this rank: " + (used_[i] ? "got one" : "none") +
+        "). If the model's forward may leave parameters out of the loss, set "
+        "DdpOptions::find_unused_parameters = true; otherwise make every parameter take part");
+  }
+}
+
+bool GradientReducer::Impl::rebuild_in_arrival_order() {
+  rebuilt_ = true;
+  // Rank 0's order, so every rank builds the same buckets; unused ones last.
+  std::vector<char> seen(params_.size(), 0);
+  std::vector<int64_t> order;
+  for (size_t i : arrival_) {
+    order.push_back(static_cast<int64_t>(i));
+    seen[i] = 1;
+  }
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!seen[i]) order.push_back(static_cast<int64_t>(i));
+  }
+  torch::Tensor shared = torch::tensor(order, torch::kInt64);
+  comm_->broadcast(shared, 0).wait();
+  std::vector<size_t> new_order(params_.size());
+  std::vector<torch::Tensor> tensors;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
+    tensors.push_back(params_[k].tensor);
+  }
+  auto plan = detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
+  std::vector<std::vector<size_t>> current;
+  for (const auto& b : buckets_) current.push_back(b.members);
+  if (plan == current) return false;
+  // Gradients keep their (averaged) values: build_buckets copies them over.
+  for (auto& p : params_) {
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = p.tensor.grad().clone();
+  }
+  build_buckets(plan);
+  hook_->reset();
+  return true;
+}
+
+GradientReducer::GradientReducer(std::shared_ptr<torch::nn::Module> module,
+                                 std::shared_ptr<comm::Communicator> comm, DdpOptions options)
+    : impl_(std::make_unique<Impl>(std::move(module), std::move(comm), options)) {}
+
+GradientReducer::~GradientReducer() = default;
+
+void GradientReducer::pre_forward() { impl_->pre_forward(); }
+
+void GradientReducer::post_forward(const std::vector<torch::Tensor>& outputs) {
+  impl_->post_forward(outputs);
+}
+
+void GradientReducer::set_sync(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->mutex_);
+  impl_->sync_ = on;
+}
+
+bool GradientReducer::sync() const { return impl_->sync_; }
+
+void GradientReducer::set_comm_hook(std::unique_ptr<CommHook> hook) {
+  TORCH_CHECK(hook, "set_comm_hook: the hook is null");
+  std::lock_guard<std::mutex> lock(impl_->mutex_);
+  TORCH_CHECK(!impl_->callback_queued_, "set_comm_hook: called during backward");
+  impl_->hook_ = std::move(hook);
+}
+
+const ReducerStats& GradientReducer::last_stats() const { return impl_->stats_; }
+
+std::vector<std::vector<size_t>> GradientReducer::bucket_assignment() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : impl_->buckets_) out.push_back(b.members);
+  return out;
+}
+
+}  // namespace paisoar::ddp

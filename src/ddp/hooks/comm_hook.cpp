@@ -1,0 +1,43 @@
+// make_comm_hook and the names of the compression choices.
+#include "paisoar/ddp/comm_hook.h"
+
+#include <stdexcept>
+
+#include "src/ddp/hooks/builtin_hooks.h"
+
+namespace paisoar::ddp {
+
+Compression parse_compression(const std::string& text) {
+  if (text == "none") return Compression::None;
+  if (text == "fp16") return Compression::FP16;
+  if (text == "bf16") return Compression::BF16;
+  if (text == "int8") return Compression::Int8;
+  if (text == "powersgd") return Compression::PowerSGD;
+  throw std::invalid_argument("unknown gradient compression '" + text +
+                              "': use none, fp16, bf16, int8 or powersgd");
+}
+
+const char* to_string(Compression compression) {
+  switch (compression) {
+    case Compression::None: return "none";
+    case Compression::FP16: return "fp16";
+    case Compression::BF16: return "bf16";
+    case Compression::Int8: return "int8";
+    case Compression::PowerSGD: return "powersgd";
+  }
+  return "?";
+}
+
+std::unique_ptr<CommHook> make_comm_hook(const CompressionOptions& options,
+                                         std::shared_ptr<comm::Communicator> comm) {
+  switch (options.type) {
+    case Compression::None: return detail::make_allreduce_hook(std::move(comm));
+    case Compression::FP16: return detail::make_cast_hook(std::move(comm), torch::kHalf);
+    case Compression::BF16: return detail::make_cast_hook(std::move(comm), torch::kBFloat16);
+    case Compression::Int8: return detail::make_int8_hook(std::move(comm), options);
+    case Compression::PowerSGD: return detail::make_powersgd_hook(std::move(comm), options);
+  }
+  throw std::invalid_argument("make_comm_hook: unknown compression");
+}
+
+}  // namespace paisoar::ddp
