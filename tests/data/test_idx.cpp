@@ -1,0 +1,85 @@
+// IDX round trips (plain and gzipped, every element type) and the errors for
+// missing, foreign, truncated and over-long files; then Debian's Fashion-MNIST.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "paisoar/data/idx.h"
+
+using paisoar::data::read_idx;
+using paisoar::data::write_idx;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("paisoar_idx_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_idx(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Idx, RoundTripsEveryTypePlainAndGzipped) {
+  for (auto type : {torch::kUInt8, torch::kInt8, torch::kInt16, torch::kInt32, torch::kFloat32,
+                    torch::kFloat64}) {
+    for (const char* ext : {".idx", ".idx.gz"}) {
+      auto t = (torch::randn({3, 4, 5}) * 50).to(type);
+      const auto path = temp_path(std::string("rt") + ext);
+      write_idx(path, t.transpose(0, 2));  // non-contiguous input
+      auto back = read_idx(path);
+      EXPECT_EQ(back.scalar_type(), type);
+      EXPECT_TRUE(torch::equal(back, t.transpose(0, 2))) << c10::toString(type) << ext;
+      std::remove(path.c_str());
+    }
+  }
+}
+
+TEST(Idx, BadFilesSayWhatIsWrong) {
+  EXPECT_NE(error_of("/nonexistent/x.idx").find("cannot open it"), std::string::npos);
+  const auto path = temp_path("bad.idx");
+  {
+    std::ofstream(path) << "PK\x03\x04 not idx";
+  }
+  EXPECT_NE(error_of(path).find("not an IDX file"), std::string::npos);
+  write_idx(path, torch::zeros({10, 10}, torch::kUInt8));
+  std::filesystem::resize_file(path, 4 + 8 + 50);
+  EXPECT_NE(error_of(path).find("truncated or corrupt while reading the data"), std::string::npos);
+  write_idx(path, torch::zeros({10}, torch::kUInt8));
+  {
+    std::ofstream(path, std::ios::app) << "extra";
+  }
+  EXPECT_NE(error_of(path).find("has bytes after the data"), std::string::npos);
+  std::remove(path.c_str());
+  try {
+    write_idx(path, torch::zeros({2}, torch::kBool));
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold dtype Bool"), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path)) << "no half-written file";
+}
+
+TEST(Idx, ReadsDebiansFashionMnist) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  if (!std::filesystem::exists(dir + "t10k-labels-idx1-ubyte.gz")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  auto images = read_idx(dir + "t10k-images-idx3-ubyte.gz");
+  auto labels = read_idx(dir + "t10k-labels-idx1-ubyte.gz");
+  EXPECT_EQ(images.sizes(), (std::vector<int64_t>{10000, 28, 28}));
+  EXPECT_EQ(labels.sizes(), (std::vector<int64_t>{10000}));
+  EXPECT_EQ(labels.max().item<int>(), 9);
+  EXPECT_EQ(torch::bincount(labels.to(torch::kLong)).min().item<int64_t>(), 1000);  // balanced
+}
+
+}  // namespace
