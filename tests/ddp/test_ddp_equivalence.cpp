@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <mutex>
 
+#include "paisoar/amp/grad_scaler.h"
 #include "paisoar/ddp.h"
 #include "tests/ddp/ddp_models.h"
 #include "tests/support/thread_ranks.h"
@@ -190,6 +192,57 @@ TEST(Ddp, BucketsAreRebuiltInArrivalOrderAndResultsStayEqual) {
     auto buckets = ddp.reducer().bucket_assignment();
     EXPECT_LT(buckets.front().front(), 2u) << "a head parameter should come first";
   });
+}
+
+}  // namespace
+
+namespace {
+
+// The scaler on top of DDP with accumulation: scaled micro-steps, no_sync on
+// all but the last, one step per batch, equal to the unscaled reference; and a
+// NaN on one rank skips the step on both (the average carries it everywhere).
+TEST(Ddp, WorksWithTheGradScalerAndAccumulation) {
+  const int world = 2, micro = 2;
+  auto data = make_data(world * micro, {4, 8}, 4);
+  torch::manual_seed(100);
+  auto want = reference(paisoar::testing::make_mlp(), data, plain);
+  std::mutex mutex;
+  std::vector<std::vector<torch::Tensor>> got(world);
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    auto model = [&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      torch::manual_seed(100 + rank);
+      return paisoar::testing::make_mlp();
+    }();
+    DistributedDataParallel<torch::nn::Sequential> ddp(model, comm);
+    torch::optim::SGD opt(model->parameters(), kLr);
+    amp::GradScaler scaler({}, comm);
+    auto run_step = [&](const std::vector<Data>& step, bool poison) {
+      opt.zero_grad();
+      for (int m = 0; m < micro; ++m) {
+        const auto& d = step[rank * micro + m];
+        auto loss = torch::cross_entropy_loss(ddp(d.x), d.y) / micro;
+        if (poison && m == 0) loss = loss * std::numeric_limits<float>::quiet_NaN();
+        if (m + 1 < micro) {
+          auto guard = ddp.no_sync();
+          scaler.scale(loss).backward();
+        } else {
+          scaler.scale(loss).backward();
+        }
+      }
+      const bool stepped = scaler.step(opt);
+      scaler.update();
+      return stepped;
+    };
+    for (const auto& step : data) EXPECT_TRUE(run_step(step, false));
+    auto before = snapshot(*model);
+    EXPECT_FALSE(run_step(data[0], /*poison=*/rank == 1));
+    expect_close(snapshot(*model), before, 0, 0);
+    EXPECT_EQ(scaler.get_scale(), 65536.0 / 2);
+    std::lock_guard<std::mutex> lock(mutex);
+    got[rank] = before;
+  });
+  for (int r = 0; r < world; ++r) expect_close(got[r], want, 1e-5, 1e-6);
 }
 
 }  // namespace
