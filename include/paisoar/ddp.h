@@ -6,3 +6,4 @@
 #include "paisoar/ddp/distributed_data_parallel.h"
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/ddp/options.h"
+#include "paisoar/ddp/sync_batch_norm.h"
