@@ -134,7 +134,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
   build_buckets(detail::plan_buckets(param_tensors, order, first_cap_bytes_, cap_bytes_));
   ready_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
-  hook_ = make_comm_hook(options_.compression, comm_);
+  hook_ = make_comm_hook(options_, comm_);
 
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];

@@ -154,3 +154,31 @@ TEST(CommHooks, ParseNamesTheChoices) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CommHooks, HierarchicalEqualsTheFlatAverage) {
+  // 4 ranks as 2 nodes x 2, a bucket size that does not split evenly.
+  const int world = 4;
+  std::vector<torch::Tensor> inputs;
+  torch::manual_seed(9);
+  for (int r = 0; r < world; ++r) inputs.push_back(torch::randn({1001}));
+  auto exact = torch::stack(inputs).mean(0);
+  ddp::DdpOptions options;
+  options.ranks_per_node = 2;
+  ddp::BucketLayout layout{{0}, {{1001}}};
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    auto hook = ddp::make_comm_hook(options, comm);
+    for (int s = 0; s < 2; ++s) {
+      auto flat = inputs[rank].clone();
+      hook->launch(0, flat, layout);
+      hook->finish(0, flat, layout);
+      EXPECT_LT(max_error(flat, exact), 1e-6);
+    }
+    // Reduce-scatter sends the padded bucket (1002 floats); across nodes and
+    // back only a half each.
+    EXPECT_EQ(hook->take_bytes(), 2 * 4 * (1002 + 501 + 501));
+  });
+}
+
+}  // namespace

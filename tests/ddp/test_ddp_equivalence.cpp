@@ -126,6 +126,12 @@ TEST_P(DdpWorlds, UnusedParametersMatch) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DdpWorlds, ::testing::Values(2, 3, 4));
 
+TEST(Ddp, HierarchicalOverTwoNodesOfTwoMatches) {
+  auto options = tiny_buckets();
+  options.ranks_per_node = 2;
+  expect_ddp_matches_reference(4, paisoar::testing::make_mlp, plain, {6, 8}, options);
+}
+
 TEST(Ddp, NoOverlapAndNoRebuildGiveTheSameResult) {
   auto options = tiny_buckets();
   options.overlap = false;

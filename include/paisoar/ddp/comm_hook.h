@@ -48,6 +48,11 @@ class CommHook {
   int64_t bytes_ = 0;
 };
 
+// The hook DdpOptions ask for: its compression, or the hierarchical allreduce
+// when ranks span nodes (see DdpOptions::hierarchical). Collective when
+// hierarchical (it forms the node and cross-node groups).
+std::unique_ptr<CommHook> make_comm_hook(const DdpOptions& options,
+                                         std::shared_ptr<comm::Communicator> comm);
 std::unique_ptr<CommHook> make_comm_hook(const CompressionOptions& options,
                                          std::shared_ptr<comm::Communicator> comm);
 

@@ -47,6 +47,12 @@ struct DdpOptions {
   // Broadcast buffers (BatchNorm running statistics) from rank 0 before each forward.
   bool broadcast_buffers = true;
   CompressionOptions compression;
+  // Ranks on one node: 0 reads LOCAL_WORLD_SIZE (launcher, Slurm, Open MPI).
+  // When ranks span several nodes (1 < ranks_per_node < world) and there is
+  // no compression, buckets are averaged hierarchically: reduce-scatter in
+  // the node, allreduce across nodes, allgather in the node.
+  int ranks_per_node = 0;
+  bool hierarchical = true;
 };
 
 }  // namespace paisoar::ddp

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "paisoar/comm/communicator.h"
+#include "paisoar/comm/env.h"
 #include "src/ddp/hooks/builtin_hooks.h"
 
 namespace paisoar::ddp {
@@ -26,6 +28,17 @@ const char* to_string(Compression compression) {
     case Compression::PowerSGD: return "powersgd";
   }
   return "?";
+}
+
+std::unique_ptr<CommHook> make_comm_hook(const DdpOptions& options,
+                                         std::shared_ptr<comm::Communicator> comm) {
+  const int per_node =
+      options.ranks_per_node > 0 ? options.ranks_per_node : comm::rank_info_from_env().local_world_size;
+  const bool spans_nodes = per_node > 1 && per_node < comm->size();
+  if (options.hierarchical && spans_nodes && options.compression.type == Compression::None) {
+    return detail::make_hierarchical_hook(std::move(comm), per_node);
+  }
+  return make_comm_hook(options.compression, std::move(comm));
 }
 
 std::unique_ptr<CommHook> make_comm_hook(const CompressionOptions& options,
