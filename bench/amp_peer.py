@@ -139,7 +139,8 @@ def main():
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--warmup", type=int, required=True)
-    p.add_argument("--iters", type=int, required=True)
+    p.add_argument("--iters", type=int, required=True, help="timed steps, at least")
+    p.add_argument("--seconds", type=float, required=True, help="time steps until this much has passed")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -152,19 +153,25 @@ def main():
     rss_base = proc_status_kib("VmRSS")
     hwm_reset = reset_peak_rss()
 
-    steps, losses = [], []
-    for _ in range(a.warmup + a.iters):
+    def step():
         start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=False)  # 1.13's default, and what LibTorch's zero_grad() does
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
             loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        steps.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
         losses.append(loss.item())
+        return elapsed
+
+    losses, steps = [], []
+    for _ in range(a.warmup):
+        step()
+    while len(steps) < a.iters or sum(steps) < a.seconds:
+        steps.append(step())
     json.dump({"impl": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                "params": sum(p.numel() for p in model.parameters()),
-               "step_s": steps[a.warmup:], "losses": losses,
+               "step_s": steps, "losses": losses,
                "rss_base_kib": rss_base, "peak_rss_kib": proc_status_kib("VmHWM"),
                "peak_reset": hwm_reset}, sys.stdout)
     sys.stdout.write("\n")
