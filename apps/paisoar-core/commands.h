@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace paisoar::app {
 
@@ -14,10 +15,14 @@ using Command = std::function<int(int argc, char** argv)>;
 Command add_demo_command(CLI::App& app);
 Command add_bench_comm_command(CLI::App& bench);
 Command add_bench_optim_command(CLI::App& bench);
+Command add_bench_amp_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
 // was not started by a launcher (torchrun, Slurm or Open MPI variables);
 // returns only if it was.
 void relaunch_unless_launched(int nproc, int argc, char** argv);
+
+// The absolute path of this program (from /proc/self/exe), to run it again.
+std::string self_executable();
 
 }  // namespace paisoar::app

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
   auto bench_optim = paisoar::app::add_bench_optim_command(*bench);
+  auto bench_amp = paisoar::app::add_bench_amp_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("demo")) return demo(argc, argv);
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
     if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
+    if (bench->got_subcommand("amp")) return bench_amp(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
     return 1;

@@ -1,5 +1,6 @@
 // relaunch_unless_launched: lets `paisoar demo` or `paisoar bench comm` be run
-// directly; they re-run themselves under `paisoar launch`.
+// directly; they re-run themselves under `paisoar launch`. self_executable:
+// the path they (and `bench amp`'s workers) re-run.
 #include <unistd.h>
 
 #include <climits>
@@ -16,10 +17,7 @@ namespace paisoar::app {
 void relaunch_unless_launched(int nproc, int argc, char** argv) {
   // Started by paisoar launch, torchrun, srun or mpirun: run as one of their ranks.
   if (comm::rank_info_from_env().source != "default") return;
-  char self[PATH_MAX] = {};
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find this program's path in /proc/self/exe");
-  std::string exe(self, static_cast<size_t>(n));
+  std::string exe = self_executable();
   std::string launcher = exe.substr(0, exe.rfind('/') + 1) + "paisoar";
   std::vector<std::string> args = {launcher, "launch", "--nproc_per_node", std::to_string(nproc),
                                    "--master_port", "0", "--", exe};
@@ -30,6 +28,13 @@ void relaunch_unless_launched(int nproc, int argc, char** argv) {
   execv(launcher.c_str(), raw.data());
   throw std::runtime_error("could not start the launcher " + launcher +
                            "; run `paisoar launch --nproc_per_node N -- paisoar ...` yourself");
+}
+
+std::string self_executable() {
+  char self[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this program's path in /proc/self/exe");
+  return std::string(self, static_cast<size_t>(n));
 }
 
 }  // namespace paisoar::app

@@ -4,5 +4,6 @@
 #include "paisoar/amp.h"
 #include "paisoar/comm.h"
 #include "paisoar/ddp.h"
+#include "paisoar/models.h"
 #include "paisoar/optim.h"
 #include "paisoar/version.h"

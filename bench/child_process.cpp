@@ -1,0 +1,93 @@
+// run_child: posix_spawn with stdout and stderr drained through pipes by poll.
+#include "bench/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+#include "launch/unique_fd.h"
+
+extern char** environ;
+
+namespace paisoar::bench {
+namespace {
+
+using launch::UniqueFd;
+
+std::pair<UniqueFd, UniqueFd> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw launch::SpawnError(std::string("cannot create a pipe: ") + strerror(errno), errno);
+  }
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+ChildResult run_child(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw std::invalid_argument("run_child: empty argv");
+  auto [out_r, out_w] = make_pipe();
+  auto [err_r, err_w] = make_pipe();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_w.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_w.get(), STDERR_FILENO);
+  auto c_argv = c_strings(argv);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw launch::SpawnError("cannot start '" + argv[0] + "': " + strerror(rc), rc);
+  out_w.reset();  // only the child holds the write ends now: EOF when it exits
+  err_w.reset();
+
+  ChildResult result;
+  pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  char buf[1 << 16];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;  // poll ignores negative descriptors
+        --open_fds;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = launch::ExitStatus::from_wait_status(status);
+  return result;
+}
+
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of("\r\n");
+  if (end == std::string::npos) return "";
+  size_t newline = text.rfind('\n', end);
+  size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+}  // namespace paisoar::bench

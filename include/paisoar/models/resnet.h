@@ -1,0 +1,76 @@
+// models::ResNet: torchvision's ResNet with BasicBlocks (ResNet-18, -34), the
+// reference image model for the benchmarks and tests. Parameter and buffer
+// names equal torchvision's state_dict keys, so weights can be exchanged.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <array>
+#include <cstdint>
+
+namespace paisoar::models {
+
+// conv3x3 - bn - relu - conv3x3 - bn, plus the identity (or a 1x1 conv + bn
+// "downsample" when the stride or width changes), then relu. Children:
+// conv1, bn1, conv2, bn2[, downsample.0 (conv), downsample.1 (bn)].
+class BasicBlockImpl : public torch::nn::Module {
+ public:
+  BasicBlockImpl(int64_t in_planes, int64_t planes, int64_t stride);
+  torch::Tensor forward(torch::Tensor x);
+
+  // Public, as torchvision's attributes are (e.g. to re-initialise a layer).
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Sequential downsample{nullptr};  // null for the identity
+};
+TORCH_MODULE(BasicBlock);
+
+struct ResNetOptions {
+  // BasicBlocks in layer1..layer4: {2,2,2,2} is ResNet-18, {3,4,6,3} ResNet-34.
+  std::array<int64_t, 4> blocks = {2, 2, 2, 2};
+  int64_t num_classes = 1000;
+  int64_t in_channels = 3;
+  // Start each block's last BatchNorm at weight 0, so every residual branch
+  // starts as the identity (torchvision's zero_init_residual).
+  bool zero_init_residual = false;
+};
+
+// torchvision.models.resnet (v0.14), N x in_channels x H x W -> N x num_classes:
+//   conv1 7x7/2 (64) - bn1 - relu - maxpool 3x3/2
+//   layer1 (64) - layer2 (128, /2) - layer3 (256, /2) - layer4 (512, /2)
+//   adaptive avgpool 1x1 - fc
+// Any H, W >= 32 works (the pooling is adaptive); 224 x 224 is ImageNet's.
+// ResNet-18 with 1000 classes has 11,689,512 parameters, as torchvision's.
+// Initialisation as torchvision: convolutions kaiming_normal_(fan_out, relu),
+// BatchNorm weight 1 and bias 0, Linear PyTorch's default.
+class ResNetImpl : public torch::nn::Module {
+ public:
+  explicit ResNetImpl(const ResNetOptions& options = {});
+  torch::Tensor forward(torch::Tensor x);
+
+  const ResNetOptions& options() const { return options_; }
+
+  // Public, as torchvision's attributes are: replace `fc` (re-registering it
+  // with replace_module("fc", ...)) to fine-tune for another number of classes.
+  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr};
+  torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
+  torch::nn::Linear fc{nullptr};
+
+ private:
+  torch::nn::Sequential make_layer(int64_t planes, int64_t blocks, int64_t stride);
+
+  ResNetOptions options_;
+  int64_t in_planes_ = 64;  // width entering the next layer while constructing
+};
+TORCH_MODULE(ResNet);
+
+// ResNet-18: ResNetOptions{} with `num_classes`.
+ResNet resnet18(int64_t num_classes = 1000);
+
+}  // namespace paisoar::models

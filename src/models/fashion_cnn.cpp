@@ -1,0 +1,43 @@
+// models::FashionCnn: layer construction (in the Python definition's order)
+// and the forward pass.
+#include "paisoar/models/fashion_cnn.h"
+
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/pooling.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace paisoar::models {
+
+namespace F = torch::nn::functional;
+
+FashionCnnImpl::FashionCnnImpl(const FashionCnnOptions& options) : options_(options) {
+  if (options.num_classes < 1) {
+    throw std::invalid_argument("FashionCnn: num_classes is " + std::to_string(options.num_classes) +
+                                "; give at least 1");
+  }
+  const bool bias = !options.batch_norm;
+  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1).bias(bias)));
+  if (options.batch_norm) bn1 = register_module("bn1", torch::nn::BatchNorm2d(32));
+  conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1).bias(bias)));
+  if (options.batch_norm) bn2 = register_module("bn2", torch::nn::BatchNorm2d(64));
+  fc1 = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
+  fc2 = register_module("fc2", torch::nn::Linear(128, options.num_classes));
+}
+
+torch::Tensor FashionCnnImpl::forward(torch::Tensor x) {
+  TORCH_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == 28 && x.size(3) == 28,
+              "FashionCnn takes N x 1 x 28 x 28 images, got ", x.sizes(),
+              "; resize or pad the input to 28 x 28 with one channel");
+  x = conv1(x);
+  if (bn1) x = bn1(x);
+  x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
+  x = conv2(x);
+  if (bn2) x = bn2(x);
+  x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
+  x = torch::relu(fc1(x.flatten(1)));
+  return fc2(x);
+}
+
+}  // namespace paisoar::models

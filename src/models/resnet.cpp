@@ -1,0 +1,101 @@
+// models::ResNet: BasicBlock and the network, built and initialised in
+// torchvision's order so names, shapes and the seeded weights agree.
+#include "paisoar/models/resnet.h"
+
+#include <torch/nn/functional/pooling.h>
+#include <torch/nn/init.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace paisoar::models {
+namespace {
+
+namespace F = torch::nn::functional;
+
+torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+}  // namespace
+
+BasicBlockImpl::BasicBlockImpl(int64_t in_planes, int64_t planes, int64_t stride) {
+  // torchvision builds the downsample before the block (in _make_layer) and
+  // registers it last: the same order of random draws and of state_dict keys.
+  torch::nn::Sequential shortcut{nullptr};
+  if (stride != 1 || in_planes != planes) {
+    shortcut = torch::nn::Sequential(conv(in_planes, planes, 1, stride), torch::nn::BatchNorm2d(planes));
+  }
+  conv1 = register_module("conv1", conv(in_planes, planes, 3, stride));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+  conv2 = register_module("conv2", conv(planes, planes, 3, 1));
+  bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+  if (shortcut) downsample = register_module("downsample", shortcut);
+}
+
+torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
+  auto out = torch::relu(bn1(conv1(x)));
+  out = bn2(conv2(out));
+  out += downsample ? downsample->forward(x) : x;
+  return torch::relu(out);
+}
+
+ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
+  for (int64_t b : options.blocks) {
+    if (b < 1) throw std::invalid_argument("ResNet: every layer needs at least one block");
+  }
+  if (options.num_classes < 1 || options.in_channels < 1) {
+    throw std::invalid_argument("ResNet: num_classes and in_channels must be at least 1");
+  }
+  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels, 64, 7)
+                                                         .stride(2).padding(3).bias(false)));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+  layer1 = register_module("layer1", make_layer(64, options.blocks[0], 1));
+  layer2 = register_module("layer2", make_layer(128, options.blocks[1], 2));
+  layer3 = register_module("layer3", make_layer(256, options.blocks[2], 2));
+  layer4 = register_module("layer4", make_layer(512, options.blocks[3], 2));
+  fc = register_module("fc", torch::nn::Linear(512, options.num_classes));
+
+  // torchvision's loop over self.modules(): depth-first, parents first.
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
+    } else if (auto* bn = m->as<torch::nn::BatchNorm2d>()) {
+      torch::nn::init::ones_(bn->weight);
+      torch::nn::init::zeros_(bn->bias);
+    }
+  }
+  if (options.zero_init_residual) {
+    for (auto& m : modules(/*include_self=*/false)) {
+      if (auto* block = m->as<BasicBlock>()) torch::nn::init::zeros_(block->bn2->weight);
+    }
+  }
+}
+
+torch::nn::Sequential ResNetImpl::make_layer(int64_t planes, int64_t blocks, int64_t stride) {
+  torch::nn::Sequential layer;
+  layer->push_back(BasicBlock(in_planes_, planes, stride));
+  in_planes_ = planes;
+  for (int64_t i = 1; i < blocks; ++i) layer->push_back(BasicBlock(in_planes_, planes, 1));
+  return layer;
+}
+
+torch::Tensor ResNetImpl::forward(torch::Tensor x) {
+  TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels,
+              "ResNet takes N x ", options_.in_channels, " x H x W images, got ", x.sizes());
+  x = torch::relu(bn1(conv1(x)));
+  x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  x = F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1);
+  return fc(x);
+}
+
+ResNet resnet18(int64_t num_classes) {
+  ResNetOptions options;
+  options.num_classes = num_classes;
+  return ResNet(options);
+}
+
+}  // namespace paisoar::models
