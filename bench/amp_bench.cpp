@@ -19,6 +19,7 @@
 #include "apps/paisoar-core/commands.h"
 #include "bench/amp_run.h"
 #include "bench/child_process.h"
+#include "bench/python_peer.h"
 #include "bench/measure_pair.h"
 
 namespace paisoar::app {
@@ -43,45 +44,6 @@ struct AmpBenchOptions {
   bool worker = false;  // hidden: run one configuration and print its JSON
   AmpRun run;           // the worker's configuration
 };
-
-// The Python peer, or why there is none.
-struct Peer {
-  std::string python, script, torch_version;
-  std::string missing;  // non-empty: why the peer cannot run
-};
-
-bool is_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-Peer find_peer(const AmpBenchOptions& o) {
-  Peer peer;
-  const char* env_python = std::getenv("PAISOAR_PYTHON");
-  peer.python = env_python != nullptr && *env_python != '\0' ? env_python : "/usr/bin/python3";
-  std::string exe = self_executable();
-  std::string installed = exe.substr(0, exe.rfind('/')) + "/../share/paisoar/bench/amp_peer.py";
-  peer.script = !o.peer_script.empty() ? o.peer_script
-                : is_file(installed)   ? installed
-                                       : std::string(PAISOAR_SOURCE_BENCH_DIR) + "/amp_peer.py";
-  if (!is_file(peer.script)) {
-    peer.missing = "the peer script " + peer.script + " does not exist; pass --peer-script PATH";
-    return peer;
-  }
-  try {
-    auto probe = bench::run_child({peer.python, "-c", "import torch; print(torch.__version__)"});
-    if (probe.status.success()) {
-      peer.torch_version = bench::last_line(probe.out);
-      return peer;
-    }
-    peer.missing = peer.python + " cannot import torch (" + bench::last_line(probe.err) + ")";
-  } catch (const launch::SpawnError& e) {
-    peer.missing = e.what();
-  }
-  peer.missing += "; set PAISOAR_PYTHON to a Python with PyTorch " + std::to_string(TORCH_VERSION_MAJOR) +
-                  "." + std::to_string(TORCH_VERSION_MINOR) + " (Debian: apt install python3-torch)";
-  return peer;
-}
 
 // One run's figures, from the JSON line a worker prints.
 struct Sample {
@@ -156,7 +118,7 @@ std::string input_of(const AmpRun& r) {
   return std::to_string(c) + "x" + std::to_string(r.size) + "x" + std::to_string(r.size);
 }
 
-void print_and_save(const AmpBenchOptions& o, const Peer& peer, int threads, const std::vector<Row>& rows) {
+void print_and_save(const AmpBenchOptions& o, const bench::PythonPeer& peer, int threads, const std::vector<Row>& rows) {
   const bool has_peer = peer.missing.empty();
   std::printf(
       "\npaisoar bench amp: training step (zero_grad, forward + cross-entropy under autocast, "
@@ -227,7 +189,7 @@ void print_and_save(const AmpBenchOptions& o, const Peer& peer, int threads, con
 
 int run_amp_bench(const AmpBenchOptions& o) {
   const int threads = o.threads > 0 ? o.threads : torch::get_num_threads();
-  const Peer peer = find_peer(o);
+  const bench::PythonPeer peer = bench::find_python_peer("amp_peer.py", o.peer_script);
   if (!peer.missing.empty()) {
     std::fprintf(stderr, "paisoar bench amp: no PyTorch peer: %s. Measuring paisoar only.\n",
                  peer.missing.c_str());

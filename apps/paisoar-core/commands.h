@@ -16,6 +16,8 @@ Command add_demo_command(CLI::App& app);
 Command add_bench_comm_command(CLI::App& bench);
 Command add_bench_optim_command(CLI::App& bench);
 Command add_bench_amp_command(CLI::App& bench);
+Command add_bench_ddp_command(CLI::App& bench);
+Command add_bench_ddp_worker_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
 // was not started by a launcher (torchrun, Slurm or Open MPI variables);

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
   auto bench_optim = paisoar::app::add_bench_optim_command(*bench);
   auto bench_amp = paisoar::app::add_bench_amp_command(*bench);
+  auto bench_ddp = paisoar::app::add_bench_ddp_command(*bench);
+  auto bench_ddp_worker = paisoar::app::add_bench_ddp_worker_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
     if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
     if (bench->got_subcommand("amp")) return bench_amp(argc, argv);
+    if (bench->got_subcommand("ddp")) return bench_ddp(argc, argv);
+    if (bench->got_subcommand("ddp-worker")) return bench_ddp_worker(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
     return 1;

@@ -31,7 +31,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"launch", "start N ranks of a program as one distributed job (torchrun's flags)", false},
     {"demo", "check collectives across the launched ranks (the main job until training lands)", true},
-    {"bench", "benchmarks against the peers (comm: collectives vs raw c10d Gloo; optim: flat vs per-tensor step)", true},
+    {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},
 };
 
 void print_usage(std::FILE* out) {
