@@ -18,9 +18,11 @@ FashionCnnImpl::FashionCnnImpl(const FashionCnnOptions& options) : options_(opti
                                 "; give at least 1");
   }
   const bool bias = !options.batch_norm;
-  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1).bias(bias)));
+  conv1 =
+      register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1).bias(bias)));
   if (options.batch_norm) bn1 = register_module("bn1", torch::nn::BatchNorm2d(32));
-  conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1).bias(bias)));
+  conv2 =
+      register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1).bias(bias)));
   if (options.batch_norm) bn2 = register_module("bn2", torch::nn::BatchNorm2d(64));
   fc1 = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
   fc2 = register_module("fc2", torch::nn::Linear(128, options.num_classes));

@@ -48,8 +48,9 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
   if (options.num_classes < 1 || options.in_channels < 1) {
     throw std::invalid_argument("ResNet: num_classes and in_channels must be at least 1");
   }
-  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels, 64, 7)
-                                                         .stride(2).padding(3).bias(false)));
+  conv1 = register_module(
+      "conv1", torch::nn::Conv2d(
+                   torch::nn::Conv2dOptions(options.in_channels, 64, 7).stride(2).padding(3).bias(false)));
   bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
   layer1 = register_module("layer1", make_layer(64, options.blocks[0], 1));
   layer2 = register_module("layer2", make_layer(128, options.blocks[1], 2));
@@ -83,8 +84,8 @@ torch::nn::Sequential ResNetImpl::make_layer(int64_t planes, int64_t blocks, int
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels,
-              "ResNet takes N x ", options_.in_channels, " x H x W images, got ", x.sizes());
+  TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels, "ResNet takes N x ", options_.in_channels,
+              " x H x W images, got ", x.sizes());
   x = torch::relu(bn1(conv1(x)));
   x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));

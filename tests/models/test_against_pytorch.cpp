@@ -23,8 +23,8 @@ using nlohmann::json;
 std::optional<std::string> run_python(const std::string& code) {
   const char* env = std::getenv("PAISOAR_PYTHON");
   std::string python = env != nullptr && *env != '\0' ? env : "/usr/bin/python3";
-  std::string cmd = python + " -c 'import sys; sys.path.insert(0, \"" PAISOAR_SOURCE_BENCH_DIR "\")\n" + code +
-                    "' 2>/dev/null";
+  std::string cmd = python + " -c 'import sys; sys.path.insert(0, \"" PAISOAR_SOURCE_BENCH_DIR "\")\n" +
+                    code + "' 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return std::nullopt;
   std::string out;
@@ -37,16 +37,18 @@ std::optional<std::string> run_python(const std::string& code) {
 // Python side: the model `ctor` built after seed 0, its parameter and buffer
 // names in order, and its eval-mode output for a seeded input of `shape`.
 json describe_in_python(const std::string& ctor, const std::string& shape) {
-  auto out = run_python(
-      "import json, torch, amp_peer\n"
-      "torch.manual_seed(0)\n"
-      "m = amp_peer." + ctor + "\n"
-      "x = torch.randn(" + shape + ")\n"
-      "m.eval()\n"
-      "with torch.no_grad(): y = m(x)\n"
-      "print(json.dumps({\"params\": [k for k, _ in m.named_parameters()],\n"
-      "                  \"buffers\": [k for k, _ in m.named_buffers()],\n"
-      "                  \"out\": y.flatten().tolist()}))\n");
+  std::string code = "import json, torch, amp_peer\n"
+                     "torch.manual_seed(0)\n"
+                     "m = amp_peer.CTOR\n"
+                     "x = torch.randn(SHAPE)\n"
+                     "m.eval()\n"
+                     "with torch.no_grad(): y = m(x)\n"
+                     "print(json.dumps({\"params\": [k for k, _ in m.named_parameters()],\n"
+                     "                  \"buffers\": [k for k, _ in m.named_buffers()],\n"
+                     "                  \"out\": y.flatten().tolist()}))\n";
+  code.replace(code.find("CTOR"), 4, ctor);
+  code.replace(code.find("SHAPE"), 5, shape);
+  auto out = run_python(code);
   return out ? json::parse(*out) : json();
 }
 
@@ -63,7 +65,8 @@ void expect_same_as_python(torch::nn::Module& model, torch::nn::AnyModule forwar
   auto y = forward.forward(x).flatten();
   auto expected = torch::tensor(py["out"].get<std::vector<float>>());
   // Same library, same kernels: differences are float rounding at most.
-  EXPECT_TRUE(torch::allclose(y, expected, 1e-4, 1e-5)) << "max |diff| " << (y - expected).abs().max().item<float>();
+  EXPECT_TRUE(torch::allclose(y, expected, 1e-4, 1e-5))
+      << "max |diff| " << (y - expected).abs().max().item<float>();
 }
 
 TEST(ModelsAgainstPyTorch, ResNet18) {

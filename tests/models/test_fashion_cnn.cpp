@@ -27,8 +27,8 @@ TEST(FashionCnn, PlainVariant) {
   // conv1 32*9+32, conv2 64*32*9+64, fc1 3136*128+128, fc2 128*10+10.
   EXPECT_EQ(count_parameters(*model), 320 + 18496 + 401536 + 1290);
   EXPECT_EQ(parameter_names(*model),
-            (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight",
-                                      "fc1.bias", "fc2.weight", "fc2.bias"}));
+            (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+                                      "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
   EXPECT_TRUE(model->named_buffers().is_empty());
   EXPECT_EQ(model->forward(torch::randn({5, 1, 28, 28})).sizes().vec(), (std::vector<int64_t>{5, 10}));
 }

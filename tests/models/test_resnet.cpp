@@ -8,8 +8,8 @@
 #include "paisoar/models/resnet.h"
 
 using paisoar::models::ResNet;
-using paisoar::models::ResNetOptions;
 using paisoar::models::resnet18;
+using paisoar::models::ResNetOptions;
 
 namespace {
 
@@ -71,11 +71,11 @@ TEST(ResNet18, StateDictKeysAndShapesAreTorchvisions) {
   for (const auto& p : params) {
     if (p.key().rfind("layer2.0.", 0) == 0) block.push_back(p.key());
   }
-  EXPECT_EQ(block, (std::vector<std::string>{
-                       "layer2.0.conv1.weight", "layer2.0.bn1.weight", "layer2.0.bn1.bias",
-                       "layer2.0.conv2.weight", "layer2.0.bn2.weight", "layer2.0.bn2.bias",
-                       "layer2.0.downsample.0.weight", "layer2.0.downsample.1.weight",
-                       "layer2.0.downsample.1.bias"}));
+  EXPECT_EQ(block,
+            (std::vector<std::string>{"layer2.0.conv1.weight", "layer2.0.bn1.weight", "layer2.0.bn1.bias",
+                                      "layer2.0.conv2.weight", "layer2.0.bn2.weight", "layer2.0.bn2.bias",
+                                      "layer2.0.downsample.0.weight", "layer2.0.downsample.1.weight",
+                                      "layer2.0.downsample.1.bias"}));
 }
 
 TEST(ResNet18, OutputShapes) {
@@ -96,10 +96,10 @@ TEST(ResNet18, InitialisationIsTorchvisions) {
   auto model = resnet18();
   auto sd = state_dict(*model);
   // kaiming_normal_(fan_out, relu): std = sqrt(2 / (out_channels * kh * kw)).
-  for (const auto& [key, shape_std] : std::map<std::string, double>{
-           {"conv1.weight", std::sqrt(2.0 / (64 * 49))},
-           {"layer3.0.conv2.weight", std::sqrt(2.0 / (256 * 9))},
-           {"layer4.1.conv1.weight", std::sqrt(2.0 / (512 * 9))}}) {
+  for (const auto& [key, shape_std] :
+       std::map<std::string, double>{{"conv1.weight", std::sqrt(2.0 / (64 * 49))},
+                                     {"layer3.0.conv2.weight", std::sqrt(2.0 / (256 * 9))},
+                                     {"layer4.1.conv1.weight", std::sqrt(2.0 / (512 * 9))}}) {
     double std = sd[key].std().item<double>();
     EXPECT_NEAR(std, shape_std, 0.05 * shape_std) << key;
   }
