@@ -108,7 +108,9 @@ nlohmann::json bench_model(const DdpBenchOptions& o, const std::string& model,
     return cmd;
   };
   auto python = [&](bool local) {
+    // Launched: the launcher runs *.py under $PAISOAR_PYTHON; alone: say which Python.
     std::vector<std::string> cmd = {peer.script};
+    if (local) cmd.insert(cmd.begin(), peer.python);
     cmd.insert(cmd.end(), args.begin(), args.end());
     if (local) cmd.push_back("--local");
     return cmd;
@@ -168,6 +170,8 @@ void print_model(const std::string& model, const nlohmann::json& rows, const Ddp
 int run_bench(const DdpBenchOptions& o) {
   auto peer = bench::find_python_peer("ddp_peer.py", o.peer_script);
   if (!peer.ok()) std::printf("PyTorch peer unavailable (%s): ours only\n", peer.missing.c_str());
+  // The launcher runs *.py programs under $PAISOAR_PYTHON.
+  else ::setenv("PAISOAR_PYTHON", peer.python.c_str(), 1);
   nlohmann::json out = {{"nproc", o.nproc}, {"threads_per_rank", o.threads},
                         {"precision", o.precision}, {"torch_python", peer.torch_version},
                         {"models", nlohmann::json::object()}};

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", PAISOAR_VERSION);
   app.require_subcommand(1);
   auto demo = paisoar::app::add_demo_command(app);
+  auto train = paisoar::app::add_train_command(app);
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   bench->require_subcommand(1);
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("demo")) return demo(argc, argv);
+    if (app.got_subcommand("train")) return train(argc, argv);
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
     if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
     if (bench->got_subcommand("amp")) return bench_amp(argc, argv);

@@ -30,7 +30,8 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"launch", "start N ranks of a program as one distributed job (torchrun's flags)", false},
-    {"demo", "check collectives across the launched ranks (the main job until training lands)", true},
+    {"train", "data-parallel mixed-precision training of the reference CNN on Fashion-MNIST", true},
+    {"demo", "check collectives across the launched ranks", true},
     {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},
 };
 

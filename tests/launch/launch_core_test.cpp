@@ -34,6 +34,21 @@ TEST(MainJob, TwoRanksOnOneNode) {
   expect_rank_ok(r, 1, 2);
 }
 
+// Training end to end: 2 launched ranks, DDP, a short fp32 run on 1280
+// Fashion-MNIST images; the loss must fall below ln(10) = 2.30 (chance) and the
+// ranks must report a test accuracy.
+TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                             "--omp_num_threads", "1", "--", PAISOAR_BIN, "train", "--precision",
+                             "fp32", "--train-images", "1280", "--test-images", "200",
+                             "--log-every", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank0]: test accuracy"), std::string::npos) << r.out << r.err;
+  const auto at = r.out.find("step 10/10  loss ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;
+}
+
 TEST(MainJob, DemoStartsItsOwnRanksWithoutALauncher) {
   RunResult r = run_paisoar({"demo", "--nproc", "3", "--numel", "3000", "--iters", "1"},
                             {"RANK", "WORLD_SIZE", "OMP_NUM_THREADS=1"});
