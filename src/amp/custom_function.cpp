@@ -19,7 +19,9 @@ custom_fwd::custom_fwd(torch::autograd::AutogradContext* ctx,
                        std::optional<c10::ScalarType> cast_inputs, c10::DeviceType device) {
   TORCH_CHECK(ctx != nullptr, "custom_fwd needs the forward's AutogradContext");
   const bool enabled = is_autocast_enabled(device);
-  ctx->saved_data[kEnabled] = enabled;
+  // With cast_inputs the op asked for one precision: backward runs without
+  // autocast too (torch.cuda.amp.custom_fwd records False in that case).
+  ctx->saved_data[kEnabled] = enabled && !cast_inputs;
   ctx->saved_data[kDtype] = static_cast<int64_t>(autocast_dtype(device));
   ctx->saved_data[kDevice] = static_cast<int64_t>(device);
   if (cast_inputs && enabled) {

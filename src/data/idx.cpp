@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -89,6 +92,12 @@ torch::Tensor read_idx(const std::string& path) {
     read_exact(f.get(), b, 4, path, "the dimensions");
     d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
   }
+  // Refuse absurd headers before allocating: 2^40 bytes is far beyond any IDX file.
+  int64_t numel = 1;
+  for (auto d : dims) {
+    if (d > 0 && numel > (int64_t{1} << 40) / d) fail(path, "its header announces over 1 TiB of data");
+    numel *= d;
+  }
   torch::Tensor out = torch::empty(dims, torch::TensorOptions().dtype(type));
   const int64_t width = out.element_size();
   read_exact(f.get(), out.data_ptr(), out.numel() * width, path, "the data");
@@ -101,10 +110,13 @@ torch::Tensor read_idx(const std::string& path) {
 void write_idx(const std::string& path, const torch::Tensor& tensor) {
   const uint8_t code = code_of(tensor.scalar_type(), path);
   if (tensor.dim() > 255) fail(path, "more than 255 dimensions");
-  torch::Tensor data = tensor.contiguous().clone();
+  torch::Tensor data = tensor.cpu().contiguous().clone();
   swap_bytes(static_cast<char*>(data.data_ptr()), data.numel(), data.element_size());
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  const std::string tmp = path + ".tmp";
+  // Unique per process and call, so concurrent writers never share it.
+  static std::atomic<int> counter{0};
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
     GzFile f(gzopen(tmp.c_str(), gz ? "wb6" : "wbT"));
     if (!f) fail(path, "cannot create '" + tmp + "'");

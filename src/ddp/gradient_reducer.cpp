@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "paisoar/amp/autocast.h"
 #include "paisoar/comm/communicator.h"
 #include "src/ddp/bucket_plan.h"
 #include "src/ddp/model_sync.h"
@@ -26,6 +27,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+amp::AutocastOptions autocast_off(const torch::Tensor& on) {
+  amp::AutocastOptions options;
+  options.device = on.device().type();
+  options.enabled = false;
+  return options;
 }
 
 int64_t mib_to_bytes(double mib, const char* field) {
@@ -66,7 +74,16 @@ class GradientReducer::Impl {
   // gradient something else allocated, zeroing an undefined one).
   void adopt_gradient(size_t i);
   void launch_ready_buckets();
+  // Marks the parameters post_forward found unreachable as ready (at the first
+  // gradient of backward, so nothing is launched before backward starts).
+  void mark_unused_ready();
+  // Records the first error of this backward; finalize raises it on every rank
+  // after all collectives ran, so no rank is left waiting.
+  void record_error(const std::string& message);
+  // Forgets this backward's progress (not the usage counts of no_sync passes).
   void reset_iteration();
+  // Waits for buckets a failed backward launched, so later collectives pair up.
+  void drain_launched_buckets();
   // Throws if a parameter changed dtype/device or lost its accumulator (the
   // hooks would silently never fire).
   void check_parameters_unchanged() const;
@@ -87,11 +104,16 @@ class GradientReducer::Impl {
   std::mutex mutex_;
   bool sync_ = true;
   bool armed_ = false;           // the coming backward must be synchronised
+  bool local_pass_ = false;      // the coming backward accumulates locally (no_sync)
+  bool finished_ = false;        // this forward's synchronised backward is done
   bool callback_queued_ = false;
   size_t next_bucket_ = 0;       // first bucket not launched yet
   std::vector<char> ready_;      // gradient in (or known unused)
-  std::vector<char> used_;       // gradient produced by this backward
+  std::vector<char> unused_;     // not reachable from forward's outputs
+  std::vector<char> used_;       // gradient produced since the last sync (no_sync passes too)
+  std::vector<char> created_;    // gradient was undefined and zero-filled since the last sync
   std::vector<size_t> arrival_;  // hook order, for the rebuild
+  std::string error_;            // first error of this backward
   bool rebuilt_ = false;
   Clock::time_point first_ready_;
   ReducerStats stats_;
@@ -133,7 +155,9 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
   build_buckets(detail::plan_buckets(param_tensors, order, first_cap_bytes_, cap_bytes_));
   ready_.assign(params_.size(), 0);
+  unused_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
+  created_.assign(params_.size(), 0);
   hook_ = make_comm_hook(options_, comm_);
 
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -172,7 +196,8 @@ void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>
       p.bucket = b;
       p.offset = bucket.layout.offsets[k];
       const torch::Tensor& g = p.tensor.grad();
-      if (g.defined()) bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
+      if (!g.defined()) continue;  // stays undefined until backward produces one
+      bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
       p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
     }
     bucket.pending = bucket.members.size();
@@ -194,19 +219,39 @@ void GradientReducer::Impl::adopt_gradient(size_t i) {
   }
   torch::NoGradGuard no_grad;
   auto slice = flat.narrow(0, p.offset, p.tensor.numel());
-  if (g.defined()) slice.copy_(g.reshape({-1}));
-  else slice.zero_();
+  if (g.defined()) {
+    slice.copy_(g.reshape({-1}));
+  } else {
+    slice.zero_();
+    created_[i] = 1;
+  }
   p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
 }
 
 void GradientReducer::Impl::reset_iteration() {
   armed_ = false;
+  local_pass_ = false;
   callback_queued_ = false;
   next_bucket_ = 0;
   std::fill(ready_.begin(), ready_.end(), 0);
-  std::fill(used_.begin(), used_.end(), 0);
+  std::fill(unused_.begin(), unused_.end(), 0);
   arrival_.clear();
+  error_.clear();
   for (auto& b : buckets_) b.pending = b.members.size();
+}
+
+void GradientReducer::Impl::drain_launched_buckets() {
+  for (size_t b = 0; b < next_bucket_; ++b) {
+    try {
+      hook_->finish(b, buckets_[b].flat, buckets_[b].layout);
+    } catch (const std::exception&) {
+      // The failure that interrupted backward is what the user saw; this one follows from it.
+    }
+  }
+}
+
+void GradientReducer::Impl::record_error(const std::string& message) {
+  if (error_.empty()) error_ = message;
 }
 
 void GradientReducer::Impl::check_parameters_unchanged() const {
@@ -229,9 +274,18 @@ void GradientReducer::Impl::pre_forward() {
     detail::broadcast_tensors(*comm_, buffers_, /*root=*/0);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  // Normally already clean; not if the last backward failed before its end.
+  if (callback_queued_) {
+    // The last backward failed before its end (an error inside autograd).
+    drain_launched_buckets();
+    std::fill(used_.begin(), used_.end(), 0);
+    std::fill(created_.begin(), created_.end(), 0);
+  }
   reset_iteration();
-  armed_ = sync_;
+  // Forwards without gradients (evaluation under NoGradGuard) arm nothing.
+  const bool grad = torch::GradMode::is_enabled();
+  armed_ = sync_ && grad;
+  local_pass_ = !sync_ && grad;
+  finished_ = false;
 }
 
 void GradientReducer::Impl::post_forward(const std::vector<torch::Tensor>& outputs) {
@@ -254,31 +308,56 @@ void GradientReducer::Impl::post_forward(const std::vector<torch::Tensor>& outpu
     }
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (seen.count(params_[i].accumulator.get())) continue;
+    unused_[i] = seen.count(params_[i].accumulator.get()) ? 0 : 1;
+  }
+}
+
+void GradientReducer::Impl::mark_unused_ready() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!unused_[i] || ready_[i]) continue;
     adopt_gradient(i);
     ready_[i] = 1;
     --buckets_[params_[i].bucket].pending;
   }
-  if (options_.overlap) launch_ready_buckets();
 }
 
 void GradientReducer::Impl::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!armed_) return;
   auto& p = params_[index];
-  if (ready_[index]) {
-    throw std::runtime_error(
-        "DistributedDataParallel: parameter '" + p.name +
-        "' received a gradient twice in one backward (or after forward found it unused); "
-        "a parameter may take part in one backward per forward: use no_sync() to "
-        "accumulate over several backward passes");
+  if (!armed_) {
+    if (local_pass_) used_[index] = 1;  // counted at the next synchronised backward
+    if (finished_) {
+      // The same on every rank running the same program, and no collective is
+      // pending: safe to throw here.
+      throw std::runtime_error(
+          "DistributedDataParallel: a second backward after the one that averaged this step's "
+          "gradients (e.g. loss1.backward(retain_graph) then loss2.backward()); its gradients "
+          "would not be averaged. Sum the losses and call backward once, or run the earlier "
+          "backward passes under no_sync()");
+    }
+    return;
   }
   if (!callback_queued_) {
     torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
     callback_queued_ = true;
     first_ready_ = Clock::now();
+    mark_unused_ready();
   }
-  adopt_gradient(index);
+  if (ready_[index]) {
+    record_error(
+        "DistributedDataParallel: parameter '" + p.name + "' received a gradient although " +
+        (unused_[index] ? "forward's outputs do not reach it (the loss uses it outside the "
+                          "module's forward, e.g. a penalty on the weights); return such terms "
+                          "from forward, or set DdpOptions::find_unused_parameters = false"
+                        : "it already had one in this backward (reentrant backward, e.g. "
+                          "reentrant activation checkpointing); use a non-reentrant variant"));
+    return;
+  }
+  try {
+    adopt_gradient(index);
+  } catch (const std::exception& e) {
+    record_error(e.what());  // the bucket still launches, with this slice as it is
+  }
   ready_[index] = 1;
   used_[index] = 1;
   arrival_.push_back(index);
@@ -286,6 +365,9 @@ void GradientReducer::Impl::on_gradient(size_t index) {
 }
 
 void GradientReducer::Impl::launch_ready_buckets() {
+  if (next_bucket_ >= buckets_.size() || buckets_[next_bucket_].pending != 0) return;
+  // Hooks compute (casts, PowerSGD's products) in their own precision, not the caller's.
+  amp::autocast full_precision(autocast_off(buckets_[next_bucket_].flat));
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     auto& b = buckets_[next_bucket_];
     hook_->launch(next_bucket_, b.flat, b.layout);
@@ -298,30 +380,54 @@ void GradientReducer::Impl::finalize() {
   stats_ = ReducerStats{};
   stats_.backward_s = seconds_since(first_ready_);
   stats_.buckets = buckets_.size();
-  struct ResetOnExit {
+  struct EndOfStep {
     Impl* self;
-    ~ResetOnExit() { self->reset_iteration(); }
-  } reset{this};
+    ~EndOfStep() {
+      self->reset_iteration();
+      std::fill(self->used_.begin(), self->used_.end(), 0);
+      std::fill(self->created_.begin(), self->created_.end(), 0);
+      self->finished_ = true;
+    }
+  } end_of_step{this};
 
   // Gradients that never came count as zeros here (an error below unless
   // find_unused_parameters); every bucket is launched so no rank is left waiting.
   for (size_t i = 0; i < params_.size(); ++i) {
     if (ready_[i]) continue;
-    adopt_gradient(i);
+    try {
+      adopt_gradient(i);
+    } catch (const std::exception& e) {
+      record_error(e.what());
+    }
     ready_[i] = 1;
     --buckets_[params_[i].bucket].pending;
   }
   launch_ready_buckets();
   TORCH_INTERNAL_ASSERT(next_bucket_ == buckets_.size());
-  torch::Tensor used = torch::empty({static_cast<int64_t>(used_.size())}, torch::kInt32);
-  std::copy(used_.begin(), used_.end(), used.data_ptr<int>());
+  // Per parameter, the ranks that produced a gradient; last, the ranks with an error.
+  const auto n = static_cast<int64_t>(used_.size());
+  torch::Tensor status = torch::empty({n + 1}, torch::kInt32);
+  std::copy(used_.begin(), used_.end(), status.data_ptr<int>());
+  status[n] = error_.empty() ? 0 : 1;
+  status = status.to(buckets_.front().flat.device());
   const auto wait_start = Clock::now();
-  comm::Work used_work = comm_->allreduce(used, comm::ReduceOp::Sum);
-  for (size_t b = 0; b < buckets_.size(); ++b) hook_->finish(b, buckets_[b].flat, buckets_[b].layout);
-  used_work.wait();
+  comm::Work status_work = comm_->allreduce(status, comm::ReduceOp::Sum);
+  {
+    amp::autocast full_precision(autocast_off(buckets_.front().flat));
+    for (size_t b = 0; b < buckets_.size(); ++b) hook_->finish(b, buckets_[b].flat, buckets_[b].layout);
+  }
+  status_work.wait();
   stats_.exposed_comm_s = seconds_since(wait_start);
-  stats_.bytes = hook_->take_bytes() + used.numel() * used.element_size();
-  check_everyone_used_everything(used);
+  stats_.bytes = hook_->take_bytes() + status.numel() * status.element_size();
+  status = status.cpu();
+  if (status[n].item<int>() > 0) {
+    throw std::runtime_error(!error_.empty()
+                                 ? error_
+                                 : "DistributedDataParallel: another rank hit an error in this "
+                                   "backward (its output says which); this step's gradients are "
+                                   "not a valid average");
+  }
+  check_everyone_used_everything(status);
   if (options_.rebuild_buckets && !rebuilt_) stats_.rebuilt = rebuild_in_arrival_order();
 }
 
@@ -331,8 +437,9 @@ void GradientReducer::Impl::check_everyone_used_everything(const torch::Tensor& 
   for (size_t i = 0; i < params_.size(); ++i) {
     if (counts[i] == world) continue;
     if (options_.find_unused_parameters) {
-      // Unused everywhere: leave no gradient, as a single process would.
-      if (counts[i] == 0) params_[i].tensor.mutable_grad() = torch::Tensor();
+      // Unused everywhere: the gradient is as it was before backward (its
+      // average over ranks equals it), or undefined again if it was undefined.
+      if (counts[i] == 0 && created_[i]) params_[i].tensor.mutable_grad() = torch::Tensor();
       continue;
     }
     throw std::runtime_error(
@@ -399,7 +506,8 @@ bool GradientReducer::sync() const { return impl_->sync_; }
 void GradientReducer::set_comm_hook(std::unique_ptr<CommHook> hook) {
   TORCH_CHECK(hook, "set_comm_hook: the hook is null");
   std::lock_guard<std::mutex> lock(impl_->mutex_);
-  TORCH_CHECK(!impl_->callback_queued_, "set_comm_hook: called during backward");
+  TORCH_CHECK(!impl_->callback_queued_ && impl_->next_bucket_ == 0,
+              "set_comm_hook: called during backward; call it between steps");
   impl_->hook_ = std::move(hook);
 }
 

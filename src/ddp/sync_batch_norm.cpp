@@ -38,7 +38,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     torch::Tensor xd = x.to(torch::kDouble);
     torch::Tensor stats = torch::cat({xd.sum(dims), (xd * xd).sum(dims),
                                       torch::full({1}, static_cast<double>(x.numel() / channels),
-                                                  torch::kDouble)});
+                                                  xd.options())});
     comm->allreduce(stats, comm::ReduceOp::Sum).wait();
     const double count = stats[2 * channels].item<double>();
     TORCH_CHECK(count > 1, "SyncBatchNorm: the global batch has ", count,

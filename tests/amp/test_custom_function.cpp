@@ -70,8 +70,8 @@ TEST(CustomFunction, CastInputsRunsForwardInThatDtype) {
   EXPECT_EQ(y.scalar_type(), torch::kFloat);
   EXPECT_TRUE(torch::allclose(y, torch::mm(a.to(torch::kBFloat16).to(torch::kFloat), b)));
   y.sum().backward();
-  // Backward runs under the caller's state (autocast on), as torch.cuda.amp.custom_bwd does.
-  EXPECT_EQ(backward_mm_dtype, torch::kBFloat16);
+  // With cast_inputs backward runs without autocast, as torch.cuda.amp.custom_fwd records.
+  EXPECT_EQ(backward_mm_dtype, torch::kFloat);
 }
 
 TEST(CustomFunction, OutsideAutocastNothingChanges) {

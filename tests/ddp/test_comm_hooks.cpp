@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <mutex>
 
 #include "paisoar/comm/communicator.h"
@@ -179,6 +180,30 @@ TEST(CommHooks, HierarchicalEqualsTheFlatAverage) {
     // back only a half each.
     EXPECT_EQ(hook->take_bytes(), 2 * 4 * (1002 + 501 + 501));
   });
+}
+
+}  // namespace
+
+namespace {
+
+// An overflow on one rank reaches every rank as non-finite (so the GradScaler
+// skips the step) and does not poison the hook's state for the next step.
+TEST(CommHooks, OverflowOnOneRankIsNonFiniteEverywhereAndRecovers) {
+  for (auto type : {Compression::Int8, Compression::PowerSGD, Compression::FP16}) {
+    ddp::BucketLayout layout{{0}, {{16, 64}}};
+    paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+      auto hook = ddp::make_comm_hook(with(type), comm);
+      auto flat = torch::ones({16 * 64});
+      if (rank == 1) flat[5] = std::numeric_limits<float>::infinity();
+      hook->launch(0, flat, layout);
+      hook->finish(0, flat, layout);
+      EXPECT_FALSE(torch::isfinite(flat).all().item<bool>()) << ddp::to_string(type);
+      auto next = torch::ones({16 * 64});
+      hook->launch(0, next, layout);
+      hook->finish(0, next, layout);
+      EXPECT_TRUE(torch::isfinite(next).all().item<bool>()) << ddp::to_string(type);
+    });
+  }
 }
 
 }  // namespace

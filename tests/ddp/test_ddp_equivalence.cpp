@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <limits>
 #include <mutex>
 
@@ -56,6 +57,15 @@ std::vector<torch::Tensor> reference(Holder model, const std::vector<std::vector
   return snapshot(*model);
 }
 
+// Rank `rank`'s model, seeded differently per rank (DDP must broadcast rank
+// 0's); `mutex` serialises the global generator between rank threads.
+template <typename Make>
+auto rank_model(Make make, int rank, std::mutex& mutex) {
+  std::lock_guard<std::mutex> lock(mutex);
+  torch::manual_seed(100 + rank);
+  return make();
+}
+
 template <typename Make, typename Forward>
 void expect_ddp_matches_reference(int world, Make make, Forward forward,
                                   std::vector<int64_t> shape, ddp::DdpOptions options) {
@@ -65,11 +75,7 @@ void expect_ddp_matches_reference(int world, Make make, Forward forward,
   std::mutex mutex;
   std::vector<std::vector<torch::Tensor>> got(world);
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    auto model = [&] {
-      std::lock_guard<std::mutex> lock(mutex);  // the generator is global
-      torch::manual_seed(100 + rank);           // different until DDP broadcasts rank 0's
-      return make();
-    }();
+    auto model = rank_model(make, rank, mutex);
     DistributedDataParallel<decltype(model)> ddp(model, comm, options);
     torch::optim::SGD opt(model->parameters(), kLr);
     for (const auto& step : data) {
@@ -147,11 +153,7 @@ TEST(Ddp, NoSyncAccumulationEqualsTheBigBatch) {
   std::mutex mutex;
   std::vector<std::vector<torch::Tensor>> got(world);
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    auto model = [&] {
-      std::lock_guard<std::mutex> lock(mutex);
-      torch::manual_seed(100 + rank);
-      return paisoar::testing::make_mlp();
-    }();
+    auto model = rank_model(paisoar::testing::make_mlp, rank, mutex);
     DistributedDataParallel<torch::nn::Sequential> ddp(model, comm, tiny_buckets());
     torch::optim::SGD opt(model->parameters(), kLr);
     for (const auto& step : data) {
@@ -215,11 +217,7 @@ TEST(Ddp, WorksWithTheGradScalerAndAccumulation) {
   std::mutex mutex;
   std::vector<std::vector<torch::Tensor>> got(world);
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    auto model = [&] {
-      std::lock_guard<std::mutex> lock(mutex);
-      torch::manual_seed(100 + rank);
-      return paisoar::testing::make_mlp();
-    }();
+    auto model = rank_model(paisoar::testing::make_mlp, rank, mutex);
     DistributedDataParallel<torch::nn::Sequential> ddp(model, comm);
     torch::optim::SGD opt(model->parameters(), kLr);
     amp::GradScaler scaler({}, comm);
@@ -249,6 +247,86 @@ TEST(Ddp, WorksWithTheGradScalerAndAccumulation) {
     got[rank] = before;
   });
   for (int r = 0; r < world; ++r) expect_close(got[r], want, 1e-5, 1e-6);
+}
+
+}  // namespace
+
+namespace {
+
+// What the review of the first version caught: with find_unused_parameters,
+// gradients zeroed after forward, a rank-0-only evaluation forward, SGD with
+// momentum, and a head used only in a no_sync micro-batch must all still give
+// the reference's parameters.
+TEST(Ddp, UnusedParametersWithMomentumNoSyncAndEvaluationForwards) {
+  const int world = 2, micro = 2;
+  auto data = make_data(world * micro, {4, 8}, 4);
+  // Micro-batch 0 of every rank uses head b, micro-batch 1 does not.
+  auto uses_b = [&](int slice) { return slice % micro == 0; };
+  torch::manual_seed(100);
+  auto want = [&] {
+    paisoar::testing::Branchy model;
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(kLr).momentum(0.9));
+    for (const auto& step : data) {
+      opt.zero_grad();
+      torch::Tensor loss = torch::zeros({});
+      for (size_t s = 0; s < step.size(); ++s) {
+        loss = loss + torch::cross_entropy_loss(model->forward(step[s].x, uses_b(s)), step[s].y);
+      }
+      (loss / static_cast<double>(step.size())).backward();
+      opt.step();
+    }
+    return snapshot(*model);
+  }();
+  std::mutex mutex;
+  std::vector<std::vector<torch::Tensor>> got(world);
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    auto model = rank_model([] { return paisoar::testing::Branchy(); }, rank, mutex);
+    auto options = tiny_buckets();
+    options.find_unused_parameters = true;
+    DistributedDataParallel<paisoar::testing::Branchy> ddp(model, comm, options);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(kLr).momentum(0.9));
+    for (const auto& step : data) {
+      if (rank == 0) {
+        torch::NoGradGuard no_grad;  // evaluation on one rank only: must not communicate
+        ddp(step[0].x, false);
+      }
+      for (int m = 0; m < micro; ++m) {
+        const int slice = rank * micro + m;
+        const auto& d = step[slice];
+        if (m + 1 < micro) {
+          auto guard = ddp.no_sync();
+          auto out = ddp(d.x, uses_b(slice));
+          if (m == 0) opt.zero_grad();  // after forward, as many loops do
+          (torch::cross_entropy_loss(out, d.y) / micro).backward();
+        } else {
+          (torch::cross_entropy_loss(ddp(d.x, uses_b(slice)), d.y) / micro).backward();
+        }
+      }
+      opt.step();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    got[rank] = snapshot(*model);
+  });
+  for (int r = 0; r < world; ++r) expect_close(got[r], want, 1e-5, 1e-6);
+}
+
+TEST(Ddp, ASecondBackwardAfterTheAveragingOneIsAnErrorOnEveryRank) {
+  std::atomic<int> errors{0};
+  paisoar::testing::run_ranks(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    auto model = paisoar::testing::make_mlp();
+    DistributedDataParallel<torch::nn::Sequential> ddp(model, comm);
+    auto out = ddp(torch::randn({2, 8}));
+    out.sum().backward({}, /*retain_graph=*/true);
+    try {
+      (out * out).sum().backward();
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("Sum the losses and call backward once"),
+                std::string::npos)
+          << e.what();
+      ++errors;
+    }
+  });
+  EXPECT_EQ(errors.load(), 2);
 }
 
 }  // namespace

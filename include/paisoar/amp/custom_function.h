@@ -13,7 +13,7 @@
 //     }
 //     static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
 //                                                  torch::autograd::tensor_list grads) {
-//       paisoar::amp::custom_bwd amp(ctx);  // same autocast state as the caller of forward
+//       paisoar::amp::custom_bwd amp(ctx);  // autocast as forward's caller had it (off here)
 //       ...
 //     }
 //   };
@@ -49,8 +49,8 @@ class custom_fwd {
 
 class custom_bwd {
  public:
-  // Runs backward under the autocast state custom_fwd recorded (the caller's
-  // state, not the cast_inputs region: PyTorch's rule). The engine otherwise
+  // Runs backward under the autocast state custom_fwd recorded: the caller's,
+  // or off when forward had cast_inputs (PyTorch's rule). The engine otherwise
   // runs backward with the state of whoever called backward(), usually off.
   // Throws std::logic_error if forward did not construct a custom_fwd.
   explicit custom_bwd(torch::autograd::AutogradContext* ctx);

@@ -1,6 +1,8 @@
 // make_comm_hook and the names of the compression choices.
 #include "paisoar/ddp/comm_hook.h"
 
+#include <torch/torch.h>
+
 #include <stdexcept>
 
 #include "paisoar/comm/communicator.h"
@@ -32,11 +34,17 @@ const char* to_string(Compression compression) {
 
 std::unique_ptr<CommHook> make_comm_hook(const DdpOptions& options,
                                          std::shared_ptr<comm::Communicator> comm) {
-  const int per_node =
-      options.ranks_per_node > 0 ? options.ranks_per_node : comm::rank_info_from_env().local_world_size;
-  const bool spans_nodes = per_node > 1 && per_node < comm->size();
-  if (options.hierarchical && spans_nodes && options.compression.type == Compression::None) {
-    return detail::make_hierarchical_hook(std::move(comm), per_node);
+  if (options.hierarchical && options.compression.type == Compression::None && comm->size() > 1) {
+    const int per_node = options.ranks_per_node > 0 ? options.ranks_per_node
+                                                    : comm::rank_info_from_env().local_world_size;
+    // Every rank must take the same branch (the hierarchical hook forms groups,
+    // a collective): agree on the smallest and largest ranks-per-node.
+    torch::Tensor range = torch::tensor({per_node, -per_node}, torch::kInt32);
+    comm->allreduce(range, comm::ReduceOp::Max).wait();
+    const int most = range[0].item<int>(), least = -range[1].item<int>();
+    if (most == least && most > 1 && most < comm->size() && comm->size() % most == 0) {
+      return detail::make_hierarchical_hook(std::move(comm), most);
+    }
   }
   return make_comm_hook(options.compression, std::move(comm));
 }

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "paisoar/comm/communicator.h"
@@ -26,16 +27,25 @@ class Int8Hook : public CommHook {
     const int64_t n = flat.numel();
     auto& state = state_[bucket];
     if (!state.packed.defined() || state.packed.numel() != kHeader + n) {
+      // The packing goes through host memory: the scale header is written by memcpy.
       state.packed = torch::empty({kHeader + n}, torch::kUInt8);
       state.gathered = torch::empty({comm_->size() * (kHeader + n)}, torch::kUInt8);
       state.residual = torch::zeros({n}, torch::kFloat);
     }
-    torch::Tensor e = flat.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
+    torch::Tensor e = flat.to(torch::kCPU, torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
     if (error_feedback_) e.add_(state.residual);
     const float absmax = e.abs().max().item<float>();
-    const float scale = absmax > 0 && std::isfinite(absmax) ? absmax / 127.0f : 1.0f;
-    torch::Tensor q = e.div(scale).round_().clamp_(-127, 127).to(torch::kInt8);
-    if (error_feedback_) state.residual = e.sub_(q.to(torch::kFloat).mul_(scale));
+    float scale = absmax > 0 ? absmax / 127.0f : 1.0f;
+    torch::Tensor q;
+    if (std::isfinite(absmax)) {
+      q = e.div(scale).round_().clamp_(-127, 127).to(torch::kInt8);
+      if (error_feedback_) state.residual = e.sub_(q.to(torch::kFloat).mul_(scale));
+    } else {
+      // An overflow (e.g. the GradScaler's first steps) must reach every rank
+      // as inf/NaN, so the scaler skips the step; the residual is kept.
+      scale = std::numeric_limits<float>::quiet_NaN();
+      q = torch::zeros({n}, torch::kInt8);
+    }
     std::memcpy(state.packed.data_ptr<uint8_t>(), &scale, sizeof(float));
     state.packed.narrow(0, kHeader, n).copy_(q.view(torch::kUInt8));
     count_bytes(state.packed);
@@ -54,7 +64,7 @@ class Int8Hook : public CommHook {
       std::memcpy(&scale, state.gathered.data_ptr<uint8_t>() + at, sizeof(float));
       sum.add_(state.gathered.narrow(0, at + kHeader, n).view(torch::kInt8).to(torch::kFloat), scale);
     }
-    flat.copy_(sum.div_(comm_->size()));
+    flat.copy_(sum.div_(comm_->size()));  // a NaN scale from any rank makes it NaN
   }
 
   void reset() override { state_.clear(); }

@@ -8,6 +8,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <map>
 
 #include "paisoar/comm/communicator.h"
@@ -45,6 +46,13 @@ class PowerSgdHook : public CommHook {
     torch::NoGradGuard no_grad;
     auto& state = state_.at(bucket);
     state.pending.wait();
+    if (!torch::isfinite(state.first).all().item<bool>()) {
+      // An overflow somewhere (the sum is the same on every rank, so all get
+      // here): pass inf/NaN on for the GradScaler to skip the step, and keep Q
+      // and the error feedback from being poisoned.
+      flat.fill_(std::numeric_limits<double>::quiet_NaN());
+      return;
+    }
     const double world = comm_->size();
     torch::Tensor out = torch::empty_like(state.input);
     std::vector<torch::Tensor> ps, qs;
@@ -115,14 +123,14 @@ class PowerSgdHook : public CommHook {
       if (mat.compressed) {
         // Equal on every rank: the seed depends only on the bucket and tensor.
         auto gen = at::detail::createCPUGenerator(options_.seed + 1000003 * bucket + k);
-        mat.q = torch::randn({mat.cols, mat.rank}, gen, torch::kFloat);
+        mat.q = torch::randn({mat.cols, mat.rank}, gen, torch::kFloat).to(flat.device());
       } else {
         mat.rows = numel;
         mat.cols = 1;
       }
       state.matrices.push_back(std::move(mat));
     }
-    state.error = torch::zeros({flat.numel()}, torch::kFloat);
+    state.error = torch::zeros({flat.numel()}, flat.options().dtype(torch::kFloat));
     return state_.emplace(bucket, std::move(state)).first->second;
   }
 
