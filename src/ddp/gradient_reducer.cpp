@@ -1,8 +1,8 @@
-// GradientReducer: gradients as aliases of bucket buffers, a post-hook on each
-// parameter's gradient accumulator that launches a bucket once its last
-// gradient is in (buckets in a fixed order on every rank), and an end-of-
-// backward callback that launches the rest, waits, checks who used what, and
-// rebuilds the buckets once in the order gradients really arrived.
+// GradientReducer's per-step protocol: a post-hook on each parameter's
+// gradient accumulator that launches a bucket once its last gradient is in
+// (buckets in a fixed order on every rank), and an end-of-backward callback
+// that launches the rest, waits, checks who used what, and rebuilds the
+// buckets once (reducer_buckets.cpp holds the bucket storage).
 #include "paisoar/ddp/gradient_reducer.h"
 
 #include <torch/csrc/autograd/engine.h>
@@ -18,12 +18,12 @@
 #include "paisoar/comm/communicator.h"
 #include "src/ddp/bucket_plan.h"
 #include "src/ddp/model_sync.h"
-#include "src/util/storage_alias.h"
+#include "src/ddp/reducer_impl.h"
 
 namespace paisoar::ddp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = GradientReducer::Impl::Clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -42,83 +42,6 @@ int64_t mib_to_bytes(double mib, const char* field) {
 }
 
 }  // namespace
-
-class GradientReducer::Impl {
- public:
-  Impl(std::shared_ptr<torch::nn::Module> module, std::shared_ptr<comm::Communicator> comm,
-       DdpOptions options);
-  ~Impl();
-
-  void pre_forward();
-  void post_forward(const std::vector<torch::Tensor>& outputs);
-  void on_gradient(size_t index);
-  void finalize();
-
-  struct Param {
-    torch::Tensor tensor;
-    std::string name;
-    std::shared_ptr<torch::autograd::Node> accumulator;
-    uintptr_t hook_key = 0;
-    size_t bucket = 0;
-    int64_t offset = 0;  // element offset in its bucket
-  };
-  struct Bucket {
-    std::vector<size_t> members;
-    BucketLayout layout;
-    torch::Tensor flat;
-    size_t pending = 0;
-  };
-
-  void build_buckets(const std::vector<std::vector<size_t>>& plan);
-  // Makes parameter i's gradient the alias of its bucket slice (copying a
-  // gradient something else allocated, zeroing an undefined one).
-  void adopt_gradient(size_t i);
-  void launch_ready_buckets();
-  // Marks the parameters post_forward found unreachable as ready (at the first
-  // gradient of backward, so nothing is launched before backward starts).
-  void mark_unused_ready();
-  // Records the first error of this backward; finalize raises it on every rank
-  // after all collectives ran, so no rank is left waiting.
-  void record_error(const std::string& message);
-  // Forgets this backward's progress (not the usage counts of no_sync passes).
-  void reset_iteration();
-  // Waits for buckets a failed backward launched, so later collectives pair up.
-  void drain_launched_buckets();
-  // Throws if a parameter changed dtype/device or lost its accumulator (the
-  // hooks would silently never fire).
-  void check_parameters_unchanged() const;
-  void check_everyone_used_everything(const torch::Tensor& used_counts);
-  bool rebuild_in_arrival_order();
-
-  std::shared_ptr<torch::nn::Module> module_;
-  std::shared_ptr<comm::Communicator> comm_;
-  DdpOptions options_;
-  int64_t first_cap_bytes_, cap_bytes_;
-  std::vector<Param> params_;
-  std::vector<torch::Tensor> buffers_;
-  std::vector<Bucket> buckets_;
-  std::unique_ptr<CommHook> hook_;
-
-  // Per-iteration state, owned by the thread running forward and backward;
-  // mutex_ guards it against autograd engine threads (CUDA device threads).
-  std::mutex mutex_;
-  bool sync_ = true;
-  bool armed_ = false;           // the coming backward must be synchronised
-  bool local_pass_ = false;      // the coming backward accumulates locally (no_sync)
-  bool finished_ = false;        // this forward's synchronised backward is done
-  bool callback_queued_ = false;
-  size_t next_bucket_ = 0;       // first bucket not launched yet
-  std::vector<char> ready_;      // gradient in (or known unused)
-  std::vector<char> unused_;     // not reachable from forward's outputs
-  std::vector<char> used_;       // gradient produced since the last sync (no_sync passes too)
-  std::vector<char> created_;    // gradient was undefined and zero-filled since the last sync
-  std::vector<size_t> arrival_;  // hook order, for the rebuild
-  std::string error_;            // first error of this backward
-  bool rebuilt_ = false;
-  Clock::time_point first_ready_;
-  ReducerStats stats_;
-};
-
 GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
                             std::shared_ptr<comm::Communicator> comm, DdpOptions options)
     : module_(std::move(module)),
@@ -177,57 +100,6 @@ GradientReducer::Impl::~Impl() {
   for (auto& p : params_) p.accumulator->del_post_hook(p.hook_key);
 }
 
-void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>& plan) {
-  torch::NoGradGuard no_grad;
-  std::vector<Bucket> buckets;
-  for (size_t b = 0; b < plan.size(); ++b) {
-    Bucket bucket;
-    bucket.members = plan[b];
-    int64_t total = 0;
-    for (size_t i : bucket.members) {
-      bucket.layout.offsets.push_back(total);
-      bucket.layout.shapes.push_back(params_[i].tensor.sizes().vec());
-      total += params_[i].tensor.numel();
-    }
-    const auto& first = params_[bucket.members.front()].tensor;
-    bucket.flat = torch::zeros({total}, first.options().requires_grad(false));
-    for (size_t k = 0; k < bucket.members.size(); ++k) {
-      auto& p = params_[bucket.members[k]];
-      p.bucket = b;
-      p.offset = bucket.layout.offsets[k];
-      const torch::Tensor& g = p.tensor.grad();
-      if (!g.defined()) continue;  // stays undefined until backward produces one
-      bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
-      p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
-    }
-    bucket.pending = bucket.members.size();
-    buckets.push_back(std::move(bucket));
-  }
-  buckets_ = std::move(buckets);
-}
-
-void GradientReducer::Impl::adopt_gradient(size_t i) {
-  auto& p = params_[i];
-  const auto& flat = buckets_[p.bucket].flat;
-  const torch::Tensor& g = p.tensor.grad();
-  if (paisoar::detail::starts_at(g, flat, p.offset)) return;
-  if (g.defined() && g.scalar_type() != flat.scalar_type()) {
-    throw std::runtime_error("DistributedDataParallel: parameter '" + p.name +
-                             "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
-                             " but its bucket holds " + c10::toString(flat.scalar_type()) +
-                             ": convert the model (model->to(dtype)) before wrapping it, not after");
-  }
-  torch::NoGradGuard no_grad;
-  auto slice = flat.narrow(0, p.offset, p.tensor.numel());
-  if (g.defined()) {
-    slice.copy_(g.reshape({-1}));
-  } else {
-    slice.zero_();
-    created_[i] = 1;
-  }
-  p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
-}
-
 void GradientReducer::Impl::reset_iteration() {
   armed_ = false;
   local_pass_ = false;
@@ -252,20 +124,6 @@ void GradientReducer::Impl::drain_launched_buckets() {
 
 void GradientReducer::Impl::record_error(const std::string& message) {
   if (error_.empty()) error_ = message;
-}
-
-void GradientReducer::Impl::check_parameters_unchanged() const {
-  for (const auto& p : params_) {
-    const auto& flat = buckets_[p.bucket].flat;
-    if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
-        torch::autograd::impl::try_get_grad_accumulator(p.tensor) != p.accumulator) {
-      throw std::runtime_error(
-          "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
-          "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +
-          p.tensor.device().str() + ", its bucket " + c10::toString(flat.scalar_type()) + " on " +
-          flat.device().str() + "): move or convert the model before wrapping it");
-    }
-  }
 }
 
 void GradientReducer::Impl::pre_forward() {
@@ -449,39 +307,6 @@ void GradientReducer::Impl::check_everyone_used_everything(const torch::Tensor& 
         "). If the model's forward may leave parameters out of the loss, set "
         "DdpOptions::find_unused_parameters = true; otherwise make every parameter take part");
   }
-}
-
-bool GradientReducer::Impl::rebuild_in_arrival_order() {
-  rebuilt_ = true;
-  // Rank 0's order, so every rank builds the same buckets; unused ones last.
-  std::vector<char> seen(params_.size(), 0);
-  std::vector<int64_t> order;
-  for (size_t i : arrival_) {
-    order.push_back(static_cast<int64_t>(i));
-    seen[i] = 1;
-  }
-  for (size_t i = params_.size(); i-- > 0;) {
-    if (!seen[i]) order.push_back(static_cast<int64_t>(i));
-  }
-  torch::Tensor shared = torch::tensor(order, torch::kInt64);
-  comm_->broadcast(shared, 0).wait();
-  std::vector<size_t> new_order(params_.size());
-  std::vector<torch::Tensor> tensors;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
-    tensors.push_back(params_[k].tensor);
-  }
-  auto plan = detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
-  std::vector<std::vector<size_t>> current;
-  for (const auto& b : buckets_) current.push_back(b.members);
-  if (plan == current) return false;
-  // Gradients keep their (averaged) values: build_buckets copies them over.
-  for (auto& p : params_) {
-    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = p.tensor.grad().clone();
-  }
-  build_buckets(plan);
-  hook_->reset();
-  return true;
 }
 
 GradientReducer::GradientReducer(std::shared_ptr<torch::nn::Module> module,

@@ -1,0 +1,114 @@
+// GradientReducer::Impl's bucket storage: gradients as plain aliases of the
+// bucket buffers, adopting gradients something else allocated, checking the
+// parameters did not change under it, and the one-time rebuild in the order
+// gradients arrived.
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "paisoar/comm/communicator.h"
+#include "src/ddp/bucket_plan.h"
+#include "src/ddp/reducer_impl.h"
+#include "src/util/storage_alias.h"
+
+namespace paisoar::ddp {
+
+void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>& plan) {
+  torch::NoGradGuard no_grad;
+  std::vector<Bucket> buckets;
+  for (size_t b = 0; b < plan.size(); ++b) {
+    Bucket bucket;
+    bucket.members = plan[b];
+    int64_t total = 0;
+    for (size_t i : bucket.members) {
+      bucket.layout.offsets.push_back(total);
+      bucket.layout.shapes.push_back(params_[i].tensor.sizes().vec());
+      total += params_[i].tensor.numel();
+    }
+    const auto& first = params_[bucket.members.front()].tensor;
+    bucket.flat = torch::zeros({total}, first.options().requires_grad(false));
+    for (size_t k = 0; k < bucket.members.size(); ++k) {
+      auto& p = params_[bucket.members[k]];
+      p.bucket = b;
+      p.offset = bucket.layout.offsets[k];
+      const torch::Tensor& g = p.tensor.grad();
+      if (!g.defined()) continue;  // stays undefined until backward produces one
+      bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
+      p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
+    }
+    bucket.pending = bucket.members.size();
+    buckets.push_back(std::move(bucket));
+  }
+  buckets_ = std::move(buckets);
+}
+
+void GradientReducer::Impl::adopt_gradient(size_t i) {
+  auto& p = params_[i];
+  const auto& flat = buckets_[p.bucket].flat;
+  const torch::Tensor& g = p.tensor.grad();
+  if (paisoar::detail::starts_at(g, flat, p.offset)) return;
+  if (g.defined() && g.scalar_type() != flat.scalar_type()) {
+    throw std::runtime_error("DistributedDataParallel: parameter '" + p.name +
+                             "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
+                             " but its bucket holds " + c10::toString(flat.scalar_type()) +
+                             ": convert the model (model->to(dtype)) before wrapping it, not after");
+  }
+  torch::NoGradGuard no_grad;
+  auto slice = flat.narrow(0, p.offset, p.tensor.numel());
+  if (g.defined()) {
+    slice.copy_(g.reshape({-1}));
+  } else {
+    slice.zero_();
+    created_[i] = 1;
+  }
+  p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
+}
+
+void GradientReducer::Impl::check_parameters_unchanged() const {
+  for (const auto& p : params_) {
+    const auto& flat = buckets_[p.bucket].flat;
+    if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
+        torch::autograd::impl::try_get_grad_accumulator(p.tensor) != p.accumulator) {
+      throw std::runtime_error(
+          "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
+          "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +
+          p.tensor.device().str() + ", its bucket " + c10::toString(flat.scalar_type()) + " on " +
+          flat.device().str() + "): move or convert the model before wrapping it");
+    }
+  }
+}
+
+bool GradientReducer::Impl::rebuild_in_arrival_order() {
+  rebuilt_ = true;
+  // Rank 0's order, so every rank builds the same buckets; unused ones last.
+  std::vector<char> seen(params_.size(), 0);
+  std::vector<int64_t> order;
+  for (size_t i : arrival_) {
+    order.push_back(static_cast<int64_t>(i));
+    seen[i] = 1;
+  }
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!seen[i]) order.push_back(static_cast<int64_t>(i));
+  }
+  torch::Tensor shared = torch::tensor(order, torch::kInt64);
+  comm_->broadcast(shared, 0).wait();
+  std::vector<size_t> new_order(params_.size());
+  std::vector<torch::Tensor> tensors;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
+    tensors.push_back(params_[k].tensor);
+  }
+  auto plan = detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
+  std::vector<std::vector<size_t>> current;
+  for (const auto& b : buckets_) current.push_back(b.members);
+  if (plan == current) return false;
+  // Gradients keep their (averaged) values: build_buckets copies them over.
+  for (auto& p : params_) {
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = p.tensor.grad().clone();
+  }
+  build_buckets(plan);
+  hook_->reset();
+  return true;
+}
+
+}  // namespace paisoar::ddp
