@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "src/optim/checked_load.h"
 #include "src/optim/layerwise.h"
 
 namespace paisoar::optim {
@@ -100,7 +101,10 @@ void LAMB::save(torch::serialize::OutputArchive& archive) const {
 }
 
 void LAMB::load(torch::serialize::InputArchive& archive) {
-  torch::optim::serialize<LAMBParamState, LAMBOptions>(archive, *this);
+  detail::load_checked<LAMBParamState, LAMBOptions>(*this, archive, "LAMB", [](const LAMBParamState& s) {
+    return std::vector<std::pair<const char*, torch::Tensor>>{{"exp_avg", s.exp_avg()},
+                                                              {"exp_avg_sq", s.exp_avg_sq()}};
+  });
 }
 
 }  // namespace paisoar::optim

@@ -3,6 +3,7 @@
 
 #include <torch/optim/serialize.h>
 
+#include "src/optim/checked_load.h"
 #include "src/optim/layerwise.h"
 
 namespace paisoar::optim {
@@ -91,7 +92,9 @@ void LARS::save(torch::serialize::OutputArchive& archive) const {
 }
 
 void LARS::load(torch::serialize::InputArchive& archive) {
-  torch::optim::serialize<LARSParamState, LARSOptions>(archive, *this);
+  detail::load_checked<LARSParamState, LARSOptions>(*this, archive, "LARS", [](const LARSParamState& s) {
+    return std::vector<std::pair<const char*, torch::Tensor>>{{"momentum_buffer", s.momentum_buffer()}};
+  });
 }
 
 }  // namespace paisoar::optim

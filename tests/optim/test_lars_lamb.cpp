@@ -146,6 +146,39 @@ void expect_resume_is_exact(Options options) {
 TEST(LARS, ResumeFromSavedStateIsExact) { expect_resume_is_exact<LARS>(LARSOptions(0.3).weight_decay(1e-3)); }
 TEST(LAMB, ResumeFromSavedStateIsExact) { expect_resume_is_exact<LAMB>(LAMBOptions(0.01)); }
 
+// A state saved for another model (same number of tensors, other shapes)
+// is refused with the parameter named, and the optimizer keeps its own state.
+template <typename Opt, typename Options>
+void expect_foreign_state_is_refused(Options options, const std::string& field) {
+  auto small = torch::randn({3, 4}).requires_grad_();
+  Opt first({small}, options);
+  small.mutable_grad() = torch::ones({3, 4});
+  first.step();
+  std::stringstream saved;
+  torch::save(first, saved);
+
+  auto big = torch::randn({5, 4}).requires_grad_();
+  Opt second({big}, options);
+  big.mutable_grad() = torch::ones({5, 4});
+  second.step();
+  try {
+    torch::load(second, saved);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the loaded state of parameter 0 of group 0 ('" + field +
+                                         "') has shape [3, 4], the parameter [5, 4]"),
+              std::string::npos)
+        << e.what();
+  }
+  second.step();  // its own state is intact: no shape error
+  EXPECT_EQ(big.sizes(), (std::vector<int64_t>{5, 4}));
+}
+
+TEST(LARS, ForeignStateIsRefused) {
+  expect_foreign_state_is_refused<LARS>(LARSOptions(0.1).momentum(0.9), "momentum_buffer");
+}
+TEST(LAMB, ForeignStateIsRefused) { expect_foreign_state_is_refused<LAMB>(LAMBOptions(0.01), "exp_avg"); }
+
 TEST(LARSAndLAMB, BadOptionsAreClearErrors) {
   auto w = torch::ones({2, 2}).requires_grad_();
   EXPECT_THROW(LARS({w}, LARSOptions(-1)), c10::Error);
