@@ -14,6 +14,7 @@
 #include "paisoar/amp.h"
 #include "paisoar/optim.h"
 #include "tests/support/thread_ranks.h"
+#include "tests/support/expect_error.h"
 
 using paisoar::optim::clip_grad_norm_;
 using paisoar::optim::ClipGradNormOptions;
@@ -89,15 +90,7 @@ void expect_grads_close(const std::vector<torch::Tensor>& got, const std::vector
   }
 }
 
-void expect_error(const std::function<void()>& fn, std::initializer_list<const char*> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error thrown; expected one mentioning " << *parts.begin();
-  } catch (const c10::Error& e) {
-    const std::string message = e.what_without_backtrace();
-    for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
-}
+using paisoar::testing::expect_error;
 
 }  // namespace
 

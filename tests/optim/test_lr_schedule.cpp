@@ -11,6 +11,7 @@
 #include <string>
 
 #include "paisoar/optim.h"
+#include "tests/support/expect_error.h"
 
 using paisoar::optim::LrDecay;
 using paisoar::optim::LrSchedule;
@@ -48,16 +49,7 @@ void expect_schedule(const LrScheduleOptions& options, int64_t last,
   }
 }
 
-// Runs `fn`, expecting a c10::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, std::initializer_list<const char*> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error thrown; expected one mentioning " << *parts.begin();
-  } catch (const c10::Error& e) {
-    const std::string message = e.what_without_backtrace();
-    for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
-}
+using paisoar::testing::expect_error;
 
 }  // namespace
 
