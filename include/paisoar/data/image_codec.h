@@ -1,0 +1,66 @@
+// JPEG (libjpeg-turbo) and PNG (libpng) decoding and encoding of Image.
+// JPEG decoding can be limited to a region and reduced by the DCT-domain
+// 1/2, 1/4 or 1/8 scaling, so a random crop that ends at 224x224 does not pay
+// for decoding a whole 12-megapixel photo. Plain C++ (no LibTorch).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paisoar/data/image.h"
+
+namespace paisoar::data {
+
+enum class ImageFormat { Jpeg, Png, Unknown };
+
+// The format told by the first bytes (JPEG: FF D8 FF; PNG: 89 'P' 'N' 'G').
+ImageFormat sniff_image_format(const uint8_t* bytes, size_t size);
+
+// Size and channels from the header only (no pixel decode). Throws DataError
+// (what() says what is wrong) for an unknown format or a corrupt header.
+struct ImageInfo {
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t channels = 0;
+  ImageFormat format = ImageFormat::Unknown;
+};
+ImageInfo read_image_info(const uint8_t* bytes, size_t size);
+
+// A rectangle of the full-resolution image: rows [top, top+height), columns
+// [left, left+width).
+struct Region {
+  int64_t top = 0;
+  int64_t left = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+};
+
+struct DecodeOptions {
+  // The part of the image wanted; empty (height or width 0) means all of it.
+  Region region;
+  // When > 0, the decoder may shrink by 1/2, 1/4 or 1/8 in the DCT (JPEG only)
+  // as long as the decoded region stays at least min_height x min_width; the
+  // caller resizes what comes back. 0: full resolution.
+  int64_t min_height = 0;
+  int64_t min_width = 0;
+  // Output channels: 3 (RGB; gray is expanded) or 1 (gray; colour converted).
+  int64_t channels = 3;
+};
+
+// Decodes a JPEG or PNG. Returns the region (possibly scaled down as allowed
+// above; the result's height/width say by how much). Throws DataError for
+// corrupt or truncated data, never crashes or prints to stderr.
+Image decode_image(const uint8_t* bytes, size_t size, const DecodeOptions& options = {});
+
+// Encoders, for tests, `paisoar convert` and generating benchmark data.
+std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);
+std::vector<uint8_t> encode_png(const Image& image);
+
+// Binary PGM (P5, gray) / PPM (P6, RGB): the raw, decode-free record format
+// the shards use for small images such as Fashion-MNIST. decode_image() also
+// accepts it (sniffed by "P5"/"P6").
+std::vector<uint8_t> encode_pnm(const Image& image);
+
+}  // namespace paisoar::data
