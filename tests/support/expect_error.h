@@ -1,5 +1,6 @@
 // Test support: expect_error runs a call that must throw a c10::Error (what
-// TORCH_CHECK raises) whose message names every one of the given parts.
+// TORCH_CHECK raises) whose message names every one of the given parts;
+// expect_throw<E> does the same for another exception type.
 #pragma once
 
 #include <c10/util/Exception.h>
@@ -10,6 +11,17 @@
 #include <string>
 
 namespace paisoar::testing {
+
+template <typename E>
+void expect_throw(const std::function<void()>& fn, std::initializer_list<const char*> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error thrown; expected one mentioning " << *parts.begin();
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
 
 inline void expect_error(const std::function<void()>& fn, std::initializer_list<const char*> parts) {
   try {

@@ -1,0 +1,88 @@
+// One batch, collated without torch::stack: each sample is copied into its row
+// of a tensor allocated once, so worker threads do no intra-op parallel work.
+#include "src/data/batch_builder.h"
+
+#include <ATen/Context.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <string>
+
+#include "paisoar/data/data_error.h"
+
+namespace paisoar::data {
+namespace {
+
+std::string shape_string(const torch::Tensor& t) {
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
+
+Example checked_example(const Dataset& dataset, int64_t index, int64_t epoch,
+                        const DataLoaderOptions& options) {
+  SampleRng rng(options.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
+  Example ex = dataset.get(index, rng);
+  const int64_t classes = dataset.num_classes();
+  if (classes > 0 && (ex.label < 0 || ex.label >= classes)) {
+    throw DataError(dataset.describe(index) + ": label " + std::to_string(ex.label) +
+                    " is outside [0, " + std::to_string(classes) +
+                    "); fix the label or the number of classes");
+  }
+  if (!ex.data.defined()) {
+    throw DataError(dataset.describe(index) + ": the data set returned no data");
+  }
+  return ex;
+}
+
+}  // namespace
+
+Batch build_batch(const Dataset& dataset, const BatchRequest& request,
+                  const DataLoaderOptions& options) {
+  Batch batch;
+  batch.epoch = request.epoch;
+  batch.index = request.batch;
+  std::vector<int64_t> labels, indices;
+  labels.reserve(static_cast<size_t>(request.count));
+  indices.reserve(static_cast<size_t>(request.count));
+  int64_t first_index = -1;
+  for (int64_t i = 0; i < request.count; ++i) {
+    const int64_t index = request.indices[i];
+    Example ex;
+    try {
+      ex = checked_example(dataset, index, request.epoch, options);
+    } catch (const DataError&) {
+      if (options.on_error == OnError::Raise) throw;
+      ++batch.skipped;
+      continue;
+    }
+    auto sample = ex.data.contiguous();
+    if (!batch.data.defined()) {
+      std::vector<int64_t> shape{request.count};
+      for (int64_t d = 0; d < sample.dim(); ++d) shape.push_back(sample.size(d));
+      auto tensor_options = torch::TensorOptions().dtype(sample.scalar_type());
+      if (options.pin_memory && at::hasCUDA()) tensor_options = tensor_options.pinned_memory(true);
+      batch.data = torch::empty(shape, tensor_options);
+      first_index = index;
+    } else if (!sample.sizes().equals(batch.data.sizes().slice(1)) ||
+               sample.scalar_type() != batch.data.scalar_type()) {
+      throw DataError(dataset.describe(index) + ": shape " + shape_string(sample) + " (" +
+                      std::string(c10::toString(sample.scalar_type())) + ") differs from " +
+                      dataset.describe(first_index) + "'s " + shape_string(batch.data[0]) +
+                      "; a batch needs equal shapes: add a Resize/CenterCrop or RandomResizedCrop");
+    }
+    const auto row = static_cast<int64_t>(labels.size());
+    const size_t bytes = sample.numel() * sample.element_size();
+    std::memcpy(static_cast<char*>(batch.data.data_ptr()) + row * bytes, sample.data_ptr(), bytes);
+    labels.push_back(ex.label);
+    indices.push_back(index);
+  }
+  const auto kept = static_cast<int64_t>(labels.size());
+  if (!batch.data.defined()) batch.data = torch::empty({0});
+  else if (kept < request.count) batch.data = batch.data.narrow(0, 0, kept);
+  batch.labels = torch::tensor(labels, torch::kLong);
+  batch.indices = torch::tensor(indices, torch::kLong);
+  return batch;
+}
+
+}  // namespace paisoar::data

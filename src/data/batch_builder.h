@@ -1,0 +1,26 @@
+// Builds one batch: reads each sample through the data set with its own
+// SampleRng(seed, epoch, index), checks labels and shapes, and copies the
+// samples straight into one contiguous (optionally pinned) tensor. Used by the
+// loader's workers; thread-safe as long as the data set is.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "paisoar/data/data_loader.h"
+
+namespace paisoar::data {
+
+struct BatchRequest {
+  const int64_t* indices = nullptr;  // data set indices of the batch's samples
+  int64_t count = 0;
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
+// Throws DataError for a bad sample under OnError::Raise (and for a shape that
+// differs from the batch's first sample, which no skipping can fix).
+Batch build_batch(const Dataset& dataset, const BatchRequest& request,
+                  const DataLoaderOptions& options);
+
+}  // namespace paisoar::data
