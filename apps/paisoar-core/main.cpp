@@ -1,4 +1,4 @@
-// paisoar-core: the LibTorch half of the `paisoar` CLI (demo, bench, ...).
+// paisoar-core: the LibTorch half of the `paisoar` CLI (demo, train, convert, bench).
 // Users run `paisoar <command>`; the dispatcher execs this binary.
 #include <iostream>
 
@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto demo = paisoar::app::add_demo_command(app);
   auto train = paisoar::app::add_train_command(app);
+  auto convert = paisoar::app::add_convert_command(app);
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   bench->require_subcommand(1);
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("demo")) return demo(argc, argv);
     if (app.got_subcommand("train")) return train(argc, argv);
+    if (app.got_subcommand("convert")) return convert(argc, argv);
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
     if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
     if (bench->got_subcommand("amp")) return bench_amp(argc, argv);

@@ -31,6 +31,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"launch", "start N ranks of a program as one distributed job (torchrun's flags)", false},
     {"train", "data-parallel mixed-precision training of the reference CNN on Fashion-MNIST", true},
+    {"convert", "IDX files or an image folder into record shards for fast loading", true},
     {"demo", "check collectives across the launched ranks", true},
     {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},
 };

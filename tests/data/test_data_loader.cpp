@@ -16,7 +16,7 @@
 #include "tests/support/expect_error.h"
 
 using namespace paisoar::data;
-using paisoar::testing::expect_throw;
+using paisoar::testing::expect_error_of;
 
 namespace {
 
@@ -154,7 +154,7 @@ TEST(DataLoader, BadSampleRaisesNamingItAndStopsCleanly) {
   for (int64_t workers : {0, 4}) {
     DataLoader loader(ds, options(8, workers));
     loader.start_epoch(0);
-    expect_throw<DataError>([&] { while (loader.next()) {} }, {"counting record 37", "corrupt"});
+    expect_error_of<DataError>([&] { while (loader.next()) {} }, {"counting record 37", "corrupt"});
     // The loader is usable afterwards (a new epoch starts fresh workers).
     ds->bad.clear();
     EXPECT_EQ(whole_epoch(loader, 1).size(), 8u);
@@ -182,13 +182,13 @@ TEST(DataLoader, LabelOutOfRangeShapeMismatchAndForeignErrors) {
   auto ds = std::make_shared<CountingDataset>(20);
   ds->label_override = 12;
   DataLoader labels(ds, options(4, 2));
-  expect_throw<DataError>([&] { labels.next(); }, {"label 12", "outside [0, 10)", "counting record"});
+  expect_error_of<DataError>([&] { labels.next(); }, {"label 12", "outside [0, 10)", "counting record"});
   ds->label_override = -1;
   ds->odd_shape = 5;
   auto o = options(20, 2);
   o.shuffle = false;
   DataLoader shapes(ds, o);
-  expect_throw<DataError>([&] { shapes.next(); }, {"counting record 5", "[3]", "[2]"});
+  expect_error_of<DataError>([&] { shapes.next(); }, {"counting record 5", "[3]", "[2]"});
   ds->odd_shape = -1;
   ds->foreign = {0, 1, 2, 3};
   DataLoader foreign(ds, options(4, 2));

@@ -1,0 +1,91 @@
+// dataset.json, the manifest that marks a converted data set as complete:
+//   {"format": "paisoar-shards-v1", "classes": [...], "records": N,
+//    "shards": [{"file": "shard-000000.tar", "records": n0}, ...]}
+// Written with nlohmann/json through an AtomicFile; read strictly.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <numeric>
+#include <stdexcept>
+
+#include "paisoar/data/data_error.h"
+#include "paisoar/data/record_shards.h"
+#include "src/util/atomic_file.h"
+
+namespace paisoar::data {
+namespace {
+
+constexpr const char* kFormat = "paisoar-shards-v1";
+
+std::string manifest_path(const std::string& dir) { return dir + "/dataset.json"; }
+
+// A shard name is a plain file name inside the data set directory.
+bool plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+}  // namespace
+
+void write_manifest(const std::string& dir, const ShardManifest& manifest) {
+  if (manifest.shards.size() != manifest.records.size()) {
+    throw std::invalid_argument("write_manifest: " + std::to_string(manifest.shards.size()) +
+                                " shards but " + std::to_string(manifest.records.size()) +
+                                " record counts; give one count per shard");
+  }
+  nlohmann::json shards = nlohmann::json::array();
+  for (size_t i = 0; i < manifest.shards.size(); ++i) {
+    if (!plain_file_name(manifest.shards[i]) || manifest.records[i] < 0) {
+      throw std::invalid_argument("write_manifest: shard '" + manifest.shards[i] + "' with " +
+                                  std::to_string(manifest.records[i]) +
+                                  " records: use a file name without '/' and a count >= 0");
+    }
+    shards.push_back({{"file", manifest.shards[i]}, {"records", manifest.records[i]}});
+  }
+  const nlohmann::json j = {
+      {"format", kFormat},
+      {"classes", manifest.classes},
+      {"records", std::accumulate(manifest.records.begin(), manifest.records.end(), int64_t{0})},
+      {"shards", shards}};
+  util::AtomicFile out(manifest_path(dir));
+  out.write(j.dump(2) + "\n");
+  out.commit();
+}
+
+ShardManifest read_manifest(const std::string& dir) {
+  const std::string path = manifest_path(dir);
+  std::ifstream in(path);
+  if (!in) {
+    throw DataError("'" + path + "' not found: '" + dir +
+                    "' is not a converted data set, or its conversion did not finish; "
+                    "run paisoar convert first");
+  }
+  auto bad = [&](const std::string& what) {
+    return DataError("data set manifest '" + path + "' is malformed: " + what +
+                     "; re-run paisoar convert to rebuild the data set");
+  };
+  ShardManifest m;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (!j.is_object() || j.value("format", std::string()) != kFormat) {
+      throw bad(std::string("\"format\" is not \"") + kFormat + "\"");
+    }
+    m.classes = j.at("classes").get<std::vector<std::string>>();
+    int64_t total = 0;
+    for (const auto& shard : j.at("shards")) {
+      m.shards.push_back(shard.at("file").get<std::string>());
+      m.records.push_back(shard.at("records").get<int64_t>());
+      if (!plain_file_name(m.shards.back()) || m.records.back() < 0) {
+        throw bad("shard '" + m.shards.back() + "' with " + std::to_string(m.records.back()) + " records");
+      }
+      total += m.records.back();
+    }
+    if (j.contains("records") && j.at("records").get<int64_t>() != total) {
+      throw bad("\"records\" is " + j.at("records").dump() + " but the shards add up to " + std::to_string(total));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(e.what());
+  }
+  return m;
+}
+
+}  // namespace paisoar::data

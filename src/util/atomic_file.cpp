@@ -1,0 +1,82 @@
+// AtomicFile on POSIX: open(O_EXCL) a "<name>.tmp.<pid>.<counter>" sibling,
+// write(2) in a loop, fsync, rename(2), then fsync the directory so the rename
+// itself survives a crash.
+#include "src/util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace paisoar::util {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string unique_temp_name(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(unique_temp_name(path_)) {
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int error = errno;
+    throw std::runtime_error("cannot create a file in '" + directory_of(path_) + "' (for '" + path_ +
+                             "'): " + std::strerror(error) +
+                             "; check that the directory exists and is writable");
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(temp_path_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what, int error) const {
+  throw std::runtime_error("cannot write '" + path_ + "': " + what + ": " + std::strerror(error));
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed", errno);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+    written_ += static_cast<uint64_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("fsync failed", errno);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    fail("close failed", errno);
+  }
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename from '" + temp_path_ + "' failed", errno);
+  committed_ = true;
+  // Best effort: some file systems refuse fsync on a directory.
+  const int dir = ::open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace paisoar::util

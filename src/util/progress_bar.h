@@ -1,0 +1,60 @@
+// ProgressBar: how far a long job (a conversion, an epoch) has got. On a
+// terminal, one line redrawn in place at most ~10 times a second:
+//   convert [#########.....................] 18000/60000 21.3k/s ETA 0:02
+// Elsewhere (a log file, a pipe), a plain line at every 10% and one at the end.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <mutex>
+#include <string>
+
+namespace paisoar::util {
+
+class ProgressBar {
+ public:
+  enum class Style {
+    Auto,   // Line when `out` is std::cerr/std::cout and that stream is a terminal, else Plain
+    Line,   // redrawn with '\r'
+    Plain,  // a line per 10%
+  };
+
+  // `total` <= 0: unknown; counts and rates are shown without bar or ETA.
+  // `out` must outlive the bar.
+  ProgressBar(std::string label, int64_t total, std::ostream& out = std::cerr, Style style = Style::Auto);
+  ~ProgressBar();  // without finish(): ends a redrawn line, prints no summary
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+
+  // Thread-safe; cheap when no redraw is due (one atomic add and a clock read).
+  void advance(int64_t n = 1);
+  // Draws the final state with the time taken and the mean rate.
+  // Idempotent; advance() after it does nothing.
+  void finish();
+
+  int64_t count() const { return done_.load(); }
+
+  // "2.1k/s"-style rate, "1:05"/"1:02:03" durations: for tests and other output.
+  static std::string format_rate(double per_second);
+  static std::string format_duration(double seconds);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void draw(int64_t done, bool final);  // REQUIRES: mutex_ held
+
+  const std::string label_;
+  const int64_t total_;
+  std::ostream& out_;
+  const bool line_;
+  const Clock::time_point start_;
+  std::atomic<int64_t> done_{0};
+  std::atomic<int64_t> next_draw_ns_{0};  // Line: earliest next redraw, since start_
+  std::atomic<int64_t> next_decile_{1};   // Plain: the next 10% step to print
+  std::mutex mutex_;                      // guards out_ and the fields below
+  bool finished_ = false;
+  bool drawn_ = false;
+};
+
+}  // namespace paisoar::util

@@ -1,0 +1,100 @@
+// ProgressBar: exactly one plain line per 10% however many threads advance it,
+// a redrawn terminal line with bar, counts, rate and ETA, and the number formats.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "src/util/progress_bar.h"
+
+using paisoar::util::ProgressBar;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(ProgressBar, PlainPrintsEachTenthOnceFromManyThreads) {
+  std::ostringstream out;
+  {
+    ProgressBar bar("convert", 1000, out, ProgressBar::Style::Plain);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 250; ++i) bar.advance();
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(bar.count(), 1000);
+    bar.finish();
+    bar.finish();  // idempotent
+    bar.advance();  // ignored after finish
+  }
+  const auto lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 11u) << out.str();
+  int last_percent = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(lines[i].rfind("convert: ", 0), 0u) << lines[i];
+    const auto open = lines[i].find('('), pct = lines[i].find("%)");
+    ASSERT_NE(pct, std::string::npos) << lines[i];
+    const int percent = std::stoi(lines[i].substr(open + 1, pct - open - 1));
+    EXPECT_GE(percent, static_cast<int>(10 * (i + 1))) << lines[i];
+    EXPECT_GE(percent, last_percent);
+    last_percent = percent;
+  }
+  EXPECT_NE(lines[10].find("1000/1000 (100%) done in 0:00"), std::string::npos) << lines[10];
+}
+
+TEST(ProgressBar, PlainWithUnknownTotalPrintsOnlyTheSummary) {
+  std::ostringstream out;
+  ProgressBar bar("scan", 0, out, ProgressBar::Style::Plain);
+  bar.advance(5);
+  bar.advance(7);
+  EXPECT_EQ(out.str(), "");
+  bar.finish();
+  EXPECT_EQ(out.str().rfind("scan: 12 done in", 0), 0u) << out.str();
+}
+
+TEST(ProgressBar, LineRedrawsInPlaceAtMostTenTimesASecond) {
+  std::ostringstream out;
+  ProgressBar bar("train", 60000, out, ProgressBar::Style::Line);
+  bar.advance(1);  // the first advance draws
+  for (int i = 0; i < 1000; ++i) bar.advance(1);  // within 100 ms: no redraw
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  bar.advance(18000 - 1001);  // 18000 = 30%: 9 of 30 cells
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\r'), 2) << text;
+  EXPECT_NE(text.find("\rtrain [#########.....................] 18000/60000 "), std::string::npos) << text;
+  EXPECT_NE(text.find("/s ETA "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), std::string::npos);
+  bar.finish();
+  EXPECT_EQ(out.str().back(), '\n');
+  EXPECT_NE(out.str().find("18000/60000"), std::string::npos);
+}
+
+TEST(ProgressBar, LineEndsTheLineWhenDroppedUnfinished) {
+  std::ostringstream out;
+  {
+    ProgressBar bar("x", 10, out, ProgressBar::Style::Line);
+    bar.advance(3);
+  }
+  EXPECT_EQ(out.str().back(), '\n');
+  EXPECT_EQ(out.str().find(" in "), std::string::npos);  // no summary for a job that did not finish
+}
+
+TEST(ProgressBar, Formats) {
+  EXPECT_EQ(ProgressBar::format_rate(950), "950/s");
+  EXPECT_EQ(ProgressBar::format_rate(2100), "2.1k/s");
+  EXPECT_EQ(ProgressBar::format_rate(3.21e6), "3.2M/s");
+  EXPECT_EQ(ProgressBar::format_duration(12.2), "0:12");
+  EXPECT_EQ(ProgressBar::format_duration(65), "1:05");
+  EXPECT_EQ(ProgressBar::format_duration(3723), "1:02:03");
+}
+
+}  // namespace

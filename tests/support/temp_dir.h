@@ -1,0 +1,34 @@
+// Test support: TempDir, a fresh directory (mkdtemp under $TMPDIR or /tmp)
+// removed with everything in it when the object goes away.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace paisoar::testing {
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / ("paisoar_" + tag + "_XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace paisoar::testing
