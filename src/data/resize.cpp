@@ -1,8 +1,10 @@
 // Bilinear resize (align_corners=False, no antialias), the hot loop of the
-// image pipeline: per output column the two source offsets and an 11-bit
+// image pipeline: per output column the two source offsets and a 15-bit
 // weight are computed once; each needed source row is resampled horizontally
-// once into an int32 row (cached for the next output row), then two such rows
-// are blended vertically with 22-bit rounding.
+// once into a row of 7-fractional-bit values (cached for the next output
+// row), then two such rows are blended vertically in int32 (which the
+// compiler vectorises) and rounded. Weight and intermediate rounding move a
+// result by under 0.01 of a level.
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -15,8 +17,9 @@
 namespace paisoar::data {
 namespace {
 
-constexpr int kBits = 11;
+constexpr int kBits = 15;
 constexpr int32_t kOne = 1 << kBits;
+constexpr int kRowBits = 7;  // fractional bits of a horizontally resampled value
 
 struct Taps {
   std::vector<int32_t> first, second;  // source indices, times `stride`
@@ -42,7 +45,8 @@ Taps taps(int64_t in, int64_t out, int64_t stride) {
   return t;
 }
 
-// dst[x*C + c] = src[first[x] + c] * (kOne - w) + src[second[x] + c] * w.
+// dst[x*C + c] = src[first[x] + c] * (1 - w) + src[second[x] + c] * w, times 2^7
+// (at most 255 * 2^7: the vertical blend's products fit int32).
 template <int C>
 void horizontal(const uint8_t* src, const Taps& t, int32_t* dst) {
   const int64_t n = static_cast<int64_t>(t.weight.size());
@@ -50,7 +54,10 @@ void horizontal(const uint8_t* src, const Taps& t, int32_t* dst) {
     const uint8_t* a = src + t.first[x];
     const uint8_t* b = src + t.second[x];
     const int32_t w = t.weight[x];
-    for (int c = 0; c < C; ++c) dst[x * C + c] = a[c] * (kOne - w) + b[c] * w;
+    for (int c = 0; c < C; ++c) {
+      const int32_t v = a[c] * (kOne - w) + b[c] * w;
+      dst[x * C + c] = (v + (1 << (kBits - kRowBits - 1))) >> (kBits - kRowBits);
+    }
   }
 }
 
@@ -64,7 +71,8 @@ Image resize(const Image& src, int64_t out_h, int64_t out_w) {
   // so the previous output row's second row is often this one's first.
   std::vector<int32_t> rows[2] = {std::vector<int32_t>(n), std::vector<int32_t>(n)};
   int64_t held[2] = {-1, -1};
-  constexpr int32_t kHalf = 1 << (2 * kBits - 1);
+  constexpr int kShift = kBits + kRowBits;
+  constexpr int32_t kHalf = 1 << (kShift - 1);
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t y0 = ty.first[y], y1 = ty.second[y];
     if (held[0] != y0) {
@@ -85,7 +93,7 @@ Image resize(const Image& src, int64_t out_h, int64_t out_w) {
     const int32_t* b = y1 == y0 ? a : rows[1].data();
     uint8_t* dst = out.row(y);
     for (int64_t i = 0; i < n; ++i) {
-      dst[i] = static_cast<uint8_t>((a[i] * (kOne - w) + b[i] * w + kHalf) >> (2 * kBits));
+      dst[i] = static_cast<uint8_t>((a[i] * (kOne - w) + b[i] * w + kHalf) >> kShift);
     }
   }
   return out;
