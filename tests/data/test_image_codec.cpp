@@ -3,9 +3,12 @@
 // encoders' round trips; and every kind of bad input -> DataError, quietly.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <stdexcept>
+#include <string>
 
 #include "paisoar/data/image_codec.h"
+#include "paisoar/data/sample_rng.h"
 #include "paisoar/data/transforms.h"
 #include "tests/data/image_test_util.h"
 
@@ -237,6 +240,33 @@ TEST(ImageCodec, BadInputIsADataErrorThatSaysWhatIsWrong) {
   expect_data_error(decode({deep.begin(), deep.end()}), {"maxval 65535"});
   const std::string no_size = "P6\n# comment\nx";
   expect_data_error(decode({no_size.begin(), no_size.end()}), {"width"});
+}
+
+// Every truncation and many random byte flips: a decode either succeeds or
+// throws DataError, and never prints (run under ASan to catch the rest).
+TEST(ImageCodec, DamagedDataNeverCrashes) {
+  for (const char* file : {"photo.jpg", "photo_progressive.jpg", "rgba.png", "palette.png"}) {
+    const auto bytes = fixture_bytes(file);
+    int errors = 0;
+    ::testing::internal::CaptureStderr();
+    auto attempt = [&](const std::vector<uint8_t>& data) {
+      try {
+        decode_bytes(data, region_options({}, 5, 5));
+      } catch (const DataError&) {
+        ++errors;
+      }
+    };
+    for (size_t n = 0; n < bytes.size(); ++n) attempt(prefix(bytes, n));
+    SampleRng rng(std::hash<std::string>()(file));
+    for (int i = 0; i < 300; ++i) {
+      auto damaged = bytes;
+      for (int k = 0; k < 3; ++k) damaged[rng.uniform_int(0, bytes.size() - 1)] ^= 1 + rng.uniform_int(0, 254);
+      attempt(damaged);
+    }
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << file;
+    // Every cut but those in the trailing end marker or IEND chunk, after the pixels.
+    EXPECT_GE(errors, static_cast<int>(bytes.size()) - 12) << file;
+  }
 }
 
 TEST(ImageCodec, MisuseIsInvalidArgument) {
