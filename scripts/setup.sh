@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) with c10d, and Gloo's headers
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
-  libturbojpeg0-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image decode/encode
   googletest libgtest-dev libbenchmark-dev
   python3 python3-torch               # the peer for side-by-side runs and the launcher's Python tests
   dataset-fashion-mnist

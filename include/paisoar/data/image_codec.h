@@ -13,9 +13,10 @@
 
 namespace paisoar::data {
 
-enum class ImageFormat { Jpeg, Png, Unknown };
+enum class ImageFormat { Jpeg, Png, Pnm, Unknown };
 
-// The format told by the first bytes (JPEG: FF D8 FF; PNG: 89 'P' 'N' 'G').
+// The format told by the first bytes (JPEG: FF D8 FF; PNG: 89 'P' 'N' 'G';
+// PNM: "P5" or "P6").
 ImageFormat sniff_image_format(const uint8_t* bytes, size_t size);
 
 // Size and channels from the header only (no pixel decode). Throws DataError
@@ -49,12 +50,18 @@ struct DecodeOptions {
   int64_t channels = 3;
 };
 
-// Decodes a JPEG or PNG. Returns the region (possibly scaled down as allowed
-// above; the result's height/width say by how much). Throws DataError for
-// corrupt or truncated data, never crashes or prints to stderr.
+// Decodes a JPEG, PNG or PNM. Returns the region (possibly scaled down as
+// allowed above; the result's height/width say by how much). A scaled region's
+// edges are the requested ones divided by the scale and rounded, so they may be
+// off by up to half a decoded pixel. Throws DataError for corrupt or truncated
+// data (libjpeg's warnings, such as "premature end of data", count as errors),
+// never crashes or prints to stderr. Throws std::invalid_argument for a region
+// outside the image or channels other than 1 or 3.
 Image decode_image(const uint8_t* bytes, size_t size, const DecodeOptions& options = {});
 
-// Encoders, for tests, `paisoar convert` and generating benchmark data.
+// Encoders, for tests, `paisoar convert` and generating benchmark data. Throw
+// std::invalid_argument for an image that is empty, not 1 or 3 channels, or
+// whose pixels do not match its size.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);
 std::vector<uint8_t> encode_png(const Image& image);
 

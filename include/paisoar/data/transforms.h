@@ -102,8 +102,21 @@ class RandomAffine : public ImageTransform {
 using TransformList = std::vector<std::shared_ptr<const ImageTransform>>;
 
 // Resamples `src` to out_height x out_width, bilinear with half-pixel centres
-// (PIL/torchvision antialias=False convention).
+// and no antialiasing: torch.nn.functional.interpolate(mode="bilinear",
+// align_corners=False), i.e. torchvision's tensor path with antialias=False.
+// Fixed-point weights; the result is within 0.51 of the exact value. Throws
+// std::invalid_argument for an empty image or output size.
 Image resize_bilinear(const Image& src, int64_t out_height, int64_t out_width);
+// The region's pixels. Throws std::invalid_argument if it is not inside `src`.
 Image crop(const Image& src, const Region& region);
+
+// torchvision.transforms.functional.affine(angle, translate=(tx, ty), scale=1,
+// shear=0, NEAREST) as on a PIL image: output pixel centre (x + 0.5, y + 0.5)
+// is mapped back through the inverse of "rotate by `angle_degrees` about the
+// centre (W/2, H/2), counter-clockwise on screen, then shift by (tx, ty)", and
+// floor() picks the source pixel; outside the image is `fill`. So angle 0
+// gives out(y, x) = in(y - ty, x - tx), and 90 on an N x N image gives
+// out(y, x) = in(N-1-x, y) (numpy's rot90).
+Image affine(const Image& src, double angle_degrees, int64_t tx, int64_t ty, uint8_t fill = 0);
 
 }  // namespace paisoar::data
