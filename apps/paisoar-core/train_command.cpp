@@ -1,6 +1,7 @@
 // `paisoar train`: the main job. Data-parallel mixed-precision training of the
-// reference CNN on Fashion-MNIST across the launched ranks: each rank reads its
-// shard of every epoch, DDP averages gradients during backward, bf16 autocast
+// reference CNN on Fashion-MNIST across the launched ranks: each rank's
+// DataLoader reads its shard of every epoch (worker threads prefetch, optional
+// RandomAffine augmentation), DDP averages gradients during backward, bf16 autocast
 // (or fp32), LR warmup then cosine, gradient clipping, a non-finite loss check,
 // and test accuracy at the end. The config-file Trainer will generalise it.
 #include <torch/torch.h>
@@ -9,12 +10,12 @@
 #include <cstdio>
 #include <optional>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include "apps/paisoar-core/commands.h"
 #include "paisoar/amp.h"
 #include "paisoar/comm.h"
+#include "paisoar/data/data_loader.h"
 #include "paisoar/data/idx.h"
+#include "paisoar/data/idx_dataset.h"
 #include "paisoar/ddp.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"
@@ -29,33 +30,47 @@ struct TrainOptions {
   int64_t test_images = 2000;    // 0: all 10000
   int epochs = 1;
   int64_t batch = 64;  // per rank
+  int64_t workers = 1;  // loader threads per rank
+  bool augment = false;  // RandomAffine(10 degrees, 10% shift)
   double lr = 0.05;    // for a global batch of 64; scaled linearly
   std::string precision = "bf16";
   std::string compression = "none";
   int log_every = 20;
 };
 
-// Fashion-MNIST's mean and standard deviation of pixel values in [0, 1].
-constexpr double kMean = 0.2860, kStd = 0.3530;
+std::shared_ptr<data::IdxDataset> open_split(const TrainOptions& o, const std::string& split,
+                                             int64_t limit, data::TransformList augment = {}) {
+  data::IdxDatasetOptions options;
+  options.limit = limit;
+  return std::make_shared<data::IdxDataset>(o.data + "/" + split + "-images-idx3-ubyte.gz",
+                                            o.data + "/" + split + "-labels-idx1-ubyte.gz",
+                                            data::fashion_mnist_pipeline(std::move(augment)), options);
+}
 
-std::pair<torch::Tensor, torch::Tensor> load(const TrainOptions& o, const std::string& split,
-                                             int64_t limit) {
-  auto images = data::read_idx(o.data + "/" + split + "-images-idx3-ubyte.gz");
-  auto labels = data::read_idx(o.data + "/" + split + "-labels-idx1-ubyte.gz");
-  const int64_t n = limit > 0 ? std::min(limit, images.size(0)) : images.size(0);
-  auto x = (images.narrow(0, 0, n).unsqueeze(1).to(torch::kFloat) / 255.0 - kMean) / kStd;
-  return {x, labels.narrow(0, 0, n).to(torch::kLong)};
+// The whole (small) test split as one normalised tensor, for scoring.
+std::pair<torch::Tensor, torch::Tensor> test_tensors(const data::IdxDataset& test) {
+  auto x = (test.images().unsqueeze(1).to(torch::kFloat) / 255.0 - data::kFashionMnistMean) /
+           data::kFashionMnistStd;
+  return {x, test.labels()};
 }
 
 int run_train(const TrainOptions& o, int argc, char** argv) {
   relaunch_unless_launched(o.nproc, argc, argv);
   auto comm = comm::Communicator::from_env();
   const int rank = comm->rank(), world = comm->size();
-  auto [x, y] = load(o, "train", o.train_images);
-  auto [tx, ty] = load(o, "t10k", o.test_images);
-  const int64_t per_rank = x.size(0) / world;  // every rank takes the same number of steps
-  const int64_t steps_per_epoch = per_rank / o.batch;
-  TORCH_CHECK(steps_per_epoch > 0, "--train-images ", x.size(0), " gives rank ", rank,
+  data::TransformList augment;
+  if (o.augment) augment.push_back(std::make_shared<data::RandomAffine>(10.0, std::array<double, 2>{0.1, 0.1}));
+  auto train_set = open_split(o, "train", o.train_images, std::move(augment));
+  auto [tx, ty] = test_tensors(*open_split(o, "t10k", o.test_images));
+  data::DataLoaderOptions loader_options;
+  loader_options.batch_size = o.batch;
+  loader_options.workers = o.workers;
+  loader_options.rank = rank;
+  loader_options.world_size = world;
+  loader_options.drop_last = true;  // equal batches; DDP needs every rank to step together anyway
+  data::DataLoader loader(train_set, loader_options);
+  const int64_t steps_per_epoch = loader.batches_per_epoch();
+  TORCH_CHECK(steps_per_epoch > 0, "--train-images ", train_set->size(), " gives rank ", rank,
               " fewer than one batch of ", o.batch, "; use more images or a smaller --batch");
 
   torch::manual_seed(0);
@@ -76,7 +91,7 @@ int run_train(const TrainOptions& o, int argc, char** argv) {
   if (rank == 0) {
     std::printf("paisoar train: FashionCnn on %lld Fashion-MNIST images, %d ranks x batch %lld, "
                 "%s, compression %s, lr %.3g (warmup %lld, cosine over %lld steps)\n",
-                static_cast<long long>(x.size(0)), world, static_cast<long long>(o.batch),
+                static_cast<long long>(train_set->size()), world, static_cast<long long>(o.batch),
                 o.precision.c_str(), o.compression.c_str(), lr,
                 static_cast<long long>(schedule_options.warmup_steps),
                 static_cast<long long>(schedule_options.total_steps));
@@ -85,19 +100,15 @@ int run_train(const TrainOptions& o, int argc, char** argv) {
   int64_t step = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    // The same permutation on every rank (seeded by epoch); rank r takes every world-th.
-    auto order = torch::randperm(x.size(0), torch::make_generator<at::CPUGeneratorImpl>(epoch),
-                                 torch::kLong)
-                     .narrow(0, rank, per_rank * world - rank)
-                     .slice(0, 0, c10::nullopt, world);
-    double loss_sum = 0;
-    for (int64_t i = 0; i < steps_per_epoch; ++i, ++step) {
-      auto idx = order.narrow(0, i * o.batch, o.batch);
+    loader.start_epoch(epoch);
+    double loss_sum = 0, wait_sum = 0;
+    for (int64_t i = 0; auto batch = loader.next(); ++i, ++step) {
+      wait_sum += batch->wait_s;
       opt.zero_grad();
       torch::Tensor loss;
       {
         amp::autocast guard(autocast_options);
-        loss = torch::cross_entropy_loss(ddp(x.index_select(0, idx)), y.index_select(0, idx));
+        loss = torch::cross_entropy_loss(ddp(batch->data), batch->labels);
       }
       if (!finite_loss(loss, step)) continue;
       loss.backward();
@@ -110,11 +121,11 @@ int run_train(const TrainOptions& o, int argc, char** argv) {
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::printf("epoch %d step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  "
-                    "(last step: backward %.0f ms, exposed comm %.1f ms)\n",
+                    "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
                     epoch, static_cast<long long>(step + 1),
                     static_cast<long long>(schedule_options.total_steps), loss_sum / (i + 1),
-                    schedule.get_last_lr()[0], 1e3 * elapsed / (step + 1), 1e3 * stats.backward_s,
-                    1e3 * stats.exposed_comm_s);
+                    schedule.get_last_lr()[0], 1e3 * elapsed / (step + 1), 1e3 * wait_sum / (i + 1),
+                    1e3 * stats.backward_s, 1e3 * stats.exposed_comm_s);
         std::fflush(stdout);
       }
     }
@@ -158,6 +169,9 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--epochs", o->epochs)->check(CLI::Range(1, 1000));
   cmd->add_option("--batch", o->batch, "batch per rank")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--workers", o->workers, "data loader threads per rank (0: load in the training thread)")
+      ->check(CLI::Range(0, 64));
+  cmd->add_flag("--augment", o->augment, "random rotation (10 degrees) and shift (10%) of training images");
   cmd->add_option("--lr", o->lr, "learning rate for a global batch of 64 (scaled linearly)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--precision", o->precision, "bf16 (autocast) or fp32")

@@ -26,15 +26,17 @@ std::string record_key(int64_t i) {
 // The record extension for an image file's bytes, after checking that its
 // header decodes: what the bytes are, whatever the file name says.
 std::string checked_image_ext(const std::vector<uint8_t>& bytes, const std::string& path) {
-  ImageFormat format = ImageFormat::Unknown;
+  ImageInfo info;
   try {
-    format = read_image_info(bytes.data(), bytes.size()).format;
+    info = read_image_info(bytes.data(), bytes.size());
   } catch (const DataError& e) {
     throw DataError("image '" + path + "': " + e.what() + "; fix or remove the file and convert again");
   }
-  if (format == ImageFormat::Jpeg) return "jpg";
-  if (format == ImageFormat::Png) return "png";
-  throw DataError("image '" + path + "' is neither JPEG nor PNG; fix or remove the file and convert again");
+  if (info.format == ImageFormat::Jpeg) return "jpg";
+  if (info.format == ImageFormat::Png) return "png";
+  if (info.format == ImageFormat::Pnm) return info.channels == 1 ? "pgm" : "ppm";
+  throw DataError("image '" + path +
+                  "' is not JPEG, PNG or PGM/PPM; fix or remove the file and convert again");
 }
 
 }  // namespace

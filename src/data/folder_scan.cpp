@@ -1,11 +1,13 @@
 // scan_image_folder with std::filesystem. The order matches torchvision's
 // sorted(os.walk(class_dir)) then sorted(file names): by directory path first,
-// then by file name (byte order, as Python compares str).
+// then by file name (byte order, as Python compares str). Hidden entries
+// (".name") are skipped, as editors and file managers leave them about.
 #include "paisoar/data/folder_scan.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <system_error>
 
 #include "paisoar/data/data_error.h"
 
@@ -13,12 +15,39 @@ namespace paisoar::data {
 namespace fs = std::filesystem;
 namespace {
 
+bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
+
 bool is_image_name(const std::string& name) {
   const size_t dot = name.rfind('.');
   if (dot == std::string::npos) return false;
   std::string ext = name.substr(dot + 1);
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == "jpg" || ext == "jpeg" || ext == "png";
+  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "pgm" || ext == "ppm";
+}
+
+DataError cannot_list(const fs::path& dir, const std::error_code& ec) {
+  return DataError("cannot list '" + dir.string() + "': " + ec.message() +
+                   "; check that it exists and is readable");
+}
+
+// (directory, file name) of every image under `dir`, in torchvision's order.
+std::vector<std::pair<std::string, std::string>> images_under(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (hidden(p)) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_directory(ec) && is_image_name(p.filename().string())) {
+      found.emplace_back(p.parent_path().string(), p.filename().string());
+    }
+  }
+  if (ec) throw cannot_list(dir, ec);
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace
@@ -27,13 +56,16 @@ std::vector<std::pair<std::string, int64_t>> scan_image_folder(const std::string
                                                                std::vector<std::string>* classes) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    throw DataError("image folder '" + root + "' " + (fs::exists(root, ec) ? "is not a directory" : "does not exist") +
+    throw DataError("image folder '" + root + "' " +
+                    (fs::exists(root, ec) ? "is not a directory" : "does not exist") +
                     "; give the directory that holds one subfolder per class");
   }
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink)) {
-    if (entry.is_directory(ec)) names.push_back(entry.path().filename().string());
+  fs::directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (!hidden(it->path()) && it->is_directory(ec)) names.push_back(it->path().filename().string());
   }
+  if (ec) throw cannot_list(root, ec);
   std::sort(names.begin(), names.end());
   if (names.empty()) {
     throw DataError("image folder '" + root + "' has no class folders; put each class's images in "
@@ -42,20 +74,12 @@ std::vector<std::pair<std::string, int64_t>> scan_image_folder(const std::string
   std::vector<std::pair<std::string, int64_t>> files;
   for (size_t label = 0; label < names.size(); ++label) {
     const fs::path dir = fs::path(root) / names[label];
-    std::vector<std::pair<std::string, std::string>> found;  // (directory, file name)
-    const auto options = fs::directory_options::follow_directory_symlink;
-    for (auto it = fs::recursive_directory_iterator(dir, options); it != fs::recursive_directory_iterator();
-         ++it) {
-      const std::string name = it->path().filename().string();
-      if (!it->is_directory(ec) && is_image_name(name)) {
-        found.emplace_back(it->path().parent_path().string(), name);
-      }
-    }
+    const auto found = images_under(dir);
     if (found.empty()) {
       throw DataError("class folder '" + dir.string() +
-                      "' holds no .jpg, .jpeg or .png file; add its images or remove the folder");
+                      "' holds no image (.jpg, .jpeg, .png, .pgm, .ppm); put at least one image in "
+                      "it or remove the folder");
     }
-    std::sort(found.begin(), found.end());
     for (const auto& [directory, name] : found) {
       files.emplace_back(directory + "/" + name, static_cast<int64_t>(label));
     }

@@ -1,5 +1,4 @@
-// ImageFolder: the directory scan (torchvision's order: sorted class folders,
-// then per folder, directories in sorted path order and files sorted by name)
+// ImageFolder: the shared directory scan (folder_scan.h, torchvision's order)
 // and per-sample read + ImagePipeline, with the file's path added to errors.
 #include "paisoar/data/image_folder.h"
 
@@ -17,76 +16,11 @@
 #include <vector>
 
 #include "paisoar/data/data_error.h"
+#include "paisoar/data/folder_scan.h"
 
 namespace paisoar::data {
-namespace {
-
-namespace fs = std::filesystem;
-
-bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
-
-bool is_image_file(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".pgm" || ext == ".ppm";
-}
-
-// The image files under `dir` (recursively, following links, skipping hidden
-// entries), grouped by directory in sorted path order, each sorted by name:
-// the order of torchvision's sorted(os.walk(...)) and sorted(fnames).
-std::vector<std::string> images_under(const fs::path& dir) {
-  std::map<std::string, std::vector<std::string>> by_dir;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const fs::path& p = it->path();
-    if (hidden(p)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file(ec) && is_image_file(p)) {
-      by_dir[p.parent_path().string()].push_back(p.filename().string());
-    }
-  }
-  if (ec) throw DataError("ImageFolder: cannot list " + dir.string() + ": " + ec.message());
-  std::vector<std::string> files;
-  for (auto& [parent, names] : by_dir) {
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) files.push_back((fs::path(parent) / name).string());
-  }
-  return files;
-}
-
-}  // namespace
-
 ImageFolder::ImageFolder(const std::string& root, ImagePipeline pipeline)
-    : pipeline_(std::move(pipeline)) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) {
-    throw DataError("ImageFolder: root " + root +
-                    " is not a directory; give the folder that holds one sub-folder per class");
-  }
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!hidden(it->path()) && it->is_directory(ec)) classes_.push_back(it->path().filename().string());
-  }
-  if (ec) throw DataError("ImageFolder: cannot list " + root + ": " + ec.message());
-  if (classes_.empty()) {
-    throw DataError("ImageFolder: " + root +
-                    " has no class folders; put each class's images in root/<class>/");
-  }
-  std::sort(classes_.begin(), classes_.end());
-  for (size_t label = 0; label < classes_.size(); ++label) {
-    const fs::path dir = fs::path(root) / classes_[label];
-    const std::vector<std::string> images = images_under(dir);
-    if (images.empty()) {
-      throw DataError("ImageFolder: class folder " + dir.string() +
-                      " holds no image (.jpg, .jpeg, .png, .pgm, .ppm); put at least one image "
-                      "in it or remove it");
-    }
-    for (const auto& path : images) files_.emplace_back(path, static_cast<int64_t>(label));
-  }
-}
+    : files_(scan_image_folder(root, &classes_)), pipeline_(std::move(pipeline)) {}
 
 Example ImageFolder::get(int64_t index, SampleRng& rng) const {
   TORCH_CHECK(index >= 0 && index < size(), "ImageFolder: index ", index, " is outside [0, ",

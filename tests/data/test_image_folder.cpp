@@ -88,7 +88,7 @@ TEST_F(ImageFolderTest, FindsClassesFilesAndLabelsInTorchvisionOrder) {
 
 TEST_F(ImageFolderTest, NamesAMissingRoot) {
   testing::expect_data_error([&] { ImageFolder(path("nope"), pipeline()); },
-                             {"nope", "not a directory"});
+                             {"nope", "does not exist"});
 }
 
 TEST_F(ImageFolderTest, RefusesARootWithoutClassFolders) {
@@ -101,7 +101,7 @@ TEST_F(ImageFolderTest, NamesAnEmptyClassFolder) {
   write("cat/a.jpg", image_bytes(ImageFormat::Jpeg, 1));
   write("dog/notes.txt", {1});
   testing::expect_data_error([&] { ImageFolder(root_.string(), pipeline()); },
-                             {path("dog").c_str(), "put at least one image in it or remove it"});
+                             {path("dog").c_str(), "put at least one image in it or remove the folder"});
 }
 
 TEST_F(ImageFolderTest, ACorruptFileIsADataErrorNamingIt) {
