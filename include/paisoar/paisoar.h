@@ -3,6 +3,7 @@
 
 #include "paisoar/amp.h"
 #include "paisoar/comm.h"
+#include "paisoar/data.h"
 #include "paisoar/ddp.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"

@@ -4,6 +4,9 @@
 // launchers acting as two nodes of one 4-rank group.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
 
 #include "launch/free_port.h"
@@ -39,14 +42,36 @@ TEST(MainJob, TwoRanksOnOneNode) {
 // ranks must report a test accuracy.
 TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
   RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
-                             "--omp_num_threads", "1", "--", PAISOAR_BIN, "train", "--precision",
-                             "fp32", "--train-images", "1280", "--test-images", "200",
-                             "--log-every", "10"});
+                             "--omp_num_threads", "1", "--", PAISOAR_BIN, "train", "--set",
+                             "amp.dtype=fp32", "--set", "data.train_limit=1280", "--set",
+                             "data.eval_limit=200", "--set", "train.log_every=10", "--set",
+                             "run_dir=" + ::testing::TempDir() + "paisoar_main_job"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("[rank0]: test accuracy"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank0]: epoch 0: test accuracy"), std::string::npos) << r.out << r.err;
   const auto at = r.out.find("step 10/10  loss ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;
+}
+
+// `paisoar convert` end to end on Fashion-MNIST's test set: the summary, the
+// files, and a second run into the same directory refused without harm.
+TEST(MainJob, ConvertWritesShardsAndRefusesToOverwrite) {
+  const std::string fmnist = "/usr/share/datasets/fashion-mnist/";
+  const std::string out = ::testing::TempDir() + "paisoar_convert_cli_" + std::to_string(::getpid());
+  const std::vector<std::string> args = {"convert", "idx", "--images", fmnist + "t10k-images-idx3-ubyte.gz",
+                                         "--labels", fmnist + "t10k-labels-idx1-ubyte.gz", "--out", out,
+                                         "--records-per-shard", "4000", "--quiet"};
+  RunResult r = run_paisoar(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("10000 records in 3 shards"), std::string::npos) << r.out;
+  for (const char* f : {"/dataset.json", "/shard-000002.tar", "/shard-000002.tar.idx"}) {
+    EXPECT_EQ(::access((out + f).c_str(), R_OK), 0) << f;
+  }
+  RunResult again = run_paisoar(args);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("already holds a data set"), std::string::npos) << again.err;
+  EXPECT_EQ(::access((out + "/shard-000000.tar").c_str(), R_OK), 0) << "the first run's shards stay";
+  std::system(("rm -rf '" + out + "'").c_str());
 }
 
 TEST(MainJob, DemoStartsItsOwnRanksWithoutALauncher) {

@@ -1,0 +1,68 @@
+// ConfigSchema: binds dotted YAML keys ("optimizer.lr") to the fields of an
+// options struct, then reads a YAML document, `--set key=value` overrides, and
+// prints the effective config. Errors name the key: an unknown key with the
+// closest valid one, a wrong type with the type expected, a value outside its
+// choices with the choices.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace paisoar::train {
+
+// Thrown for every config problem; what() says which key and what to do.
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class ConfigSchema {
+ public:
+  // Binds `path` to `*field`, which must outlive the schema. `help` is printed
+  // next to the key by dump(). `choices`, when given, are the allowed strings.
+  void bind(const std::string& path, int64_t* field, std::string help);
+  void bind(const std::string& path, double* field, std::string help);
+  void bind(const std::string& path, bool* field, std::string help);
+  void bind(const std::string& path, std::string* field, std::string help,
+            std::vector<std::string> choices = {});
+  // A list of integers, e.g. "[1, 2, 4]".
+  void bind(const std::string& path, std::vector<int64_t>* field, std::string help);
+
+  // Applies a YAML document (a mapping of sections). `source` names it in errors.
+  void load_yaml(const std::string& text, const std::string& source);
+  void load_file(const std::string& path);
+  // "key=value", the value parsed as YAML ("0.1", "true", "[1,2]", "name").
+  void set(const std::string& assignment);
+
+  // The effective configuration as YAML, every key, with its help as a comment.
+  std::string dump() const;
+  std::vector<std::string> keys() const;
+
+ private:
+  struct Field {
+    std::string path;
+    std::string type;  // "integer", "number", "boolean", "string", "list of integers"
+    std::string help;
+    std::vector<std::string> choices;
+    std::function<void(const YAML::Node&)> assign;  // throws ConfigError (message without the key)
+    std::function<std::string()> show;
+  };
+  void add(Field field);
+  void apply(const YAML::Node& node, const std::string& prefix, const std::string& source);
+  const Field* find(const std::string& path) const;
+  std::string closest(const std::string& path) const;
+
+  std::vector<Field> fields_;  // in binding order, which dump() keeps
+};
+
+// The edit distance between two strings (insertions, deletions, substitutions).
+size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace paisoar::train

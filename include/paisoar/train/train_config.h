@@ -1,0 +1,114 @@
+// TrainConfig: everything `paisoar train --config` and the Trainer read, as
+// one struct with documented defaults. The YAML layout mirrors the struct
+// (model:, data:, train:, optimizer:, schedule:, amp:, distributed:,
+// checkpoint:, profiler:, eval:); configs/fashion_mnist.yaml is the example.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paisoar/train/config_schema.h"
+
+namespace paisoar::train {
+
+struct ModelConfig {
+  std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, resnet18
+  int64_t num_classes = 10;
+};
+
+struct DataConfig {
+  std::string format = "idx";  // idx (MNIST-style files), folder (ImageFolder), shards
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  std::string eval_path;       // folder/shards: the evaluation set ("": none)
+  int64_t train_limit = 0;     // use the first N training samples (0: all)
+  int64_t eval_limit = 0;      // score the first N evaluation samples (0: all)
+  int64_t workers = 1;         // loader threads per rank
+  int64_t prefetch_factor = 2;
+  bool augment = false;        // idx: RandomAffine; images: RandomResizedCrop + flip
+  int64_t image_size = 224;    // folder/shards: the crop side
+};
+
+struct LoopConfig {
+  int64_t epochs = 1;
+  int64_t max_steps = 0;          // stop after this many optimizer steps (0: epochs decide)
+  int64_t batch_size = 128;       // global: split evenly over the ranks
+  int64_t grad_accumulation = 1;  // micro-batches per optimizer step
+  int64_t log_every = 20;         // steps between progress lines (non-TTY)
+};
+
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd, adamw, lars, lamb
+  double lr = 0.05;          // for a global batch of lr_batch; scaled linearly
+  int64_t lr_batch = 64;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  double clip_grad_norm = 5.0;  // 0: no clipping
+};
+
+struct ScheduleConfig {
+  std::string decay = "cosine";  // constant, cosine, polynomial
+  int64_t warmup_steps = 20;
+};
+
+struct AmpConfig {
+  std::string dtype = "bf16";      // bf16 (autocast), fp16 (autocast + loss scaling), fp32
+  double init_scale = 65536.0;     // fp16 loss scaling
+  int64_t growth_interval = 2000;
+  std::string precision_policy;    // YAML, e.g. "fp32: [head]" (amp/precision.h)
+  bool skip_nonfinite = false;     // skip a step with a non-finite loss instead of stopping
+};
+
+struct DistributedConfig {
+  double bucket_cap_mb = 25.0;
+  std::string compression = "none";  // none, fp16, bf16, int8, powersgd
+  bool overlap = true;
+};
+
+struct CheckpointConfig {
+  std::string dir;          // "": <run_dir>/checkpoints
+  int64_t every_steps = 0;  // 0: only at the end
+  int64_t keep_last = 3;
+  bool resume = true;       // start from the newest complete checkpoint in dir
+};
+
+struct ProfilerConfig {
+  bool enabled = true;
+  int64_t trace_start_step = -1;  // first step of the Chrome-trace window (-1: none)
+  int64_t trace_steps = 5;
+  bool op_profile = false;        // LibTorch's per-op trace for the same window
+};
+
+struct EvalConfig {
+  int64_t every_epochs = 1;       // 0: only at the end
+  double target_accuracy = 0.0;   // report the time to reach it (percent; 0: none)
+};
+
+struct TrainConfig {
+  int64_t seed = 0;
+  std::string run_dir = "runs/paisoar";
+  ModelConfig model;
+  DataConfig data;
+  LoopConfig train;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  AmpConfig amp;
+  DistributedConfig distributed;
+  CheckpointConfig checkpoint;
+  ProfilerConfig profiler;
+  EvalConfig eval;
+};
+
+// The schema bound to `config`'s fields (which must outlive it).
+ConfigSchema schema_for(TrainConfig& config);
+
+// Checks the values together (ranges, batch divisible by ranks x accumulation).
+// Throws ConfigError naming the key.
+void validate(const TrainConfig& config, int64_t world_size);
+
+// Reads `path` (may be empty: defaults) then applies each "key=value".
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+std::string dump_config(const TrainConfig& config);
+
+}  // namespace paisoar::train

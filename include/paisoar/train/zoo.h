@@ -1,0 +1,18 @@
+// The models and data sets a TrainConfig names (model.name, data.format), so
+// `paisoar train --config` needs no code; a user's own program builds its
+// TrainTask instead.
+#pragma once
+
+#include <memory>
+
+#include "paisoar/train/trainer.h"
+
+namespace paisoar::train {
+
+// A TrainTask with the configured reference model and data sets. Seeds
+// torch's generator with config.seed before building the model, so every rank
+// starts from the same weights (DDP broadcasts rank 0's anyway). Throws
+// ConfigError for an unknown name and data::DataError for missing data.
+TrainTask make_task(const TrainConfig& config);
+
+}  // namespace paisoar::train

@@ -1,0 +1,244 @@
+// ConfigSchema over yaml-cpp. Sections are walked recursively; a key is valid
+// if it is a bound path or a prefix of one (a section).
+#include "paisoar/train/config_schema.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace paisoar::train {
+namespace {
+
+// yaml-cpp converts "1.5" to int64 by failing, "1" to double by succeeding;
+// each type gets its own strict reader.
+template <typename T>
+T scalar_as(const YAML::Node& node, const char* type) {
+  if (!node.IsScalar()) throw ConfigError(std::string("expected ") + type + ", got a " +
+                                          (node.IsSequence() ? "list" : node.IsMap() ? "section" : "null"));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(std::string("expected ") + type + ", got '" + node.Scalar() + "'");
+  }
+}
+
+std::string format_double(double v) {
+  std::ostringstream s;
+  s.precision(std::numeric_limits<double>::max_digits10);
+  s << v;
+  std::string out = s.str();
+  if (out.find_first_of(".eE") == std::string::npos && out.find("inf") == std::string::npos &&
+      out.find("nan") == std::string::npos) {
+    out += ".0";
+  }
+  return out;
+}
+
+std::string yaml_quoted(const std::string& s) {
+  YAML::Emitter e;
+  e << s;
+  return e.c_str();
+}
+
+}  // namespace
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+void ConfigSchema::add(Field field) {
+  if (find(field.path)) throw std::logic_error("ConfigSchema: " + field.path + " is bound twice");
+  fields_.push_back(std::move(field));
+}
+
+void ConfigSchema::bind(const std::string& path, int64_t* f, std::string help) {
+  add({path, "integer", std::move(help), {},
+       [f](const YAML::Node& n) { *f = scalar_as<int64_t>(n, "an integer"); },
+       [f] { return std::to_string(*f); }});
+}
+
+void ConfigSchema::bind(const std::string& path, double* f, std::string help) {
+  add({path, "number", std::move(help), {},
+       [f](const YAML::Node& n) { *f = scalar_as<double>(n, "a number"); },
+       [f] { return format_double(*f); }});
+}
+
+void ConfigSchema::bind(const std::string& path, bool* f, std::string help) {
+  add({path, "boolean", std::move(help), {},
+       [f](const YAML::Node& n) { *f = scalar_as<bool>(n, "true or false"); },
+       [f] { return std::string(*f ? "true" : "false"); }});
+}
+
+void ConfigSchema::bind(const std::string& path, std::string* f, std::string help,
+                        std::vector<std::string> choices) {
+  Field field;
+  field.path = path;
+  field.type = "string";
+  field.help = std::move(help);
+  field.choices = choices;
+  field.assign = [f, choices](const YAML::Node& n) {
+    auto v = scalar_as<std::string>(n, "a string");
+    if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      throw ConfigError("'" + v + "' is not one of: " + list);
+    }
+    *f = v;
+  };
+  field.show = [f] { return yaml_quoted(*f); };
+  add(std::move(field));
+}
+
+void ConfigSchema::bind(const std::string& path, std::vector<int64_t>* f, std::string help) {
+  add({path, "list of integers", std::move(help), {},
+       [f](const YAML::Node& n) {
+         if (!n.IsSequence()) throw ConfigError("expected a list of integers such as [1, 2]");
+         std::vector<int64_t> v;
+         for (const auto& item : n) v.push_back(scalar_as<int64_t>(item, "an integer in the list"));
+         *f = v;
+       },
+       [f] {
+         std::string s = "[";
+         for (size_t i = 0; i < f->size(); ++i) s += (i ? ", " : "") + std::to_string((*f)[i]);
+         return s + "]";
+       }});
+}
+
+const ConfigSchema::Field* ConfigSchema::find(const std::string& path) const {
+  for (const auto& f : fields_) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ConfigSchema::keys() const {
+  std::vector<std::string> out;
+  for (const auto& f : fields_) out.push_back(f.path);
+  return out;
+}
+
+std::string ConfigSchema::closest(const std::string& path) const {
+  // Candidates: every bound path and every section prefix.
+  std::vector<std::string> candidates;
+  for (const auto& f : fields_) {
+    candidates.push_back(f.path);
+    for (size_t dot = f.path.find('.'); dot != std::string::npos; dot = f.path.find('.', dot + 1)) {
+      candidates.push_back(f.path.substr(0, dot));
+    }
+  }
+  std::string best;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const auto& c : candidates) {
+    // A key typed only in part ("checkpoint.every") means the longer one.
+    const size_t d = c.compare(0, path.size(), path) == 0 ? 1 : edit_distance(path, c);
+    if (d < best_distance) best = c, best_distance = d;
+  }
+  return best;
+}
+
+void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, const std::string& source) {
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (const Field* f = find(path)) {
+      try {
+        f->assign(item.second);
+      } catch (const ConfigError& e) {
+        throw ConfigError(source + ": " + path + ": " + e.what());
+      }
+      continue;
+    }
+    const bool is_section = std::any_of(fields_.begin(), fields_.end(), [&](const Field& f) {
+      return f.path.compare(0, path.size() + 1, path + ".") == 0;
+    });
+    if (!is_section) {
+      throw ConfigError(source + ": unknown key '" + path + "'; did you mean '" + closest(path) +
+                        "'? (`paisoar train --print-config` lists every key)");
+    }
+    if (!item.second.IsMap()) {
+      throw ConfigError(source + ": " + path + " is a section; give it keys such as '" +
+                        closest(path + ".") + "'");
+    }
+    apply(item.second, path, source);
+  }
+}
+
+void ConfigSchema::load_yaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source + ": not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw ConfigError(source + ": expected a mapping of sections (model:, data:, ...)");
+  apply(root, "", source);
+}
+
+void ConfigSchema::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read the config file '" + path + "'; check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  load_yaml(text.str(), path);
+}
+
+void ConfigSchema::set(const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError("--set '" + assignment + "': expected key=value, e.g. optimizer.lr=0.1");
+  }
+  const std::string path = assignment.substr(0, eq);
+  const Field* f = find(path);
+  if (!f) {
+    throw ConfigError("--set: unknown key '" + path + "'; did you mean '" + closest(path) + "'?");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError("--set " + path + ": cannot parse the value: " + e.what());
+  }
+  try {
+    f->assign(value);
+  } catch (const ConfigError& e) {
+    throw ConfigError("--set " + path + ": " + e.what());
+  }
+}
+
+std::string ConfigSchema::dump() const {
+  std::ostringstream out;
+  std::vector<std::string> open;  // the sections of the previous key
+  for (const auto& f : fields_) {
+    std::vector<std::string> parts;
+    std::stringstream ss(f.path);
+    for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+    size_t common = 0;
+    while (common < open.size() && common + 1 < parts.size() && open[common] == parts[common]) ++common;
+    for (size_t i = common; i + 1 < parts.size(); ++i) {
+      out << std::string(2 * i, ' ') << parts[i] << ":\n";
+    }
+    open.assign(parts.begin(), parts.end() - 1);
+    out << std::string(2 * (parts.size() - 1), ' ') << parts.back() << ": " << f.show();
+    if (!f.help.empty()) out << "  # " << f.help;
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace paisoar::train

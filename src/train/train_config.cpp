@@ -1,0 +1,114 @@
+// TrainConfig's schema: the one list of keys, their types, choices and help.
+#include "paisoar/train/train_config.h"
+
+namespace paisoar::train {
+
+ConfigSchema schema_for(TrainConfig& c) {
+  ConfigSchema s;
+  s.bind("seed", &c.seed, "seeds the model, the data order and augmentation");
+  s.bind("run_dir", &c.run_dir, "metrics.jsonl, traces and checkpoints go here");
+  s.bind("model.name", &c.model.name, "the reference model",
+         {"fashion_cnn", "fashion_cnn_bn", "resnet18"});
+  s.bind("model.num_classes", &c.model.num_classes, "");
+  s.bind("data.format", &c.data.format, "idx files, an image folder, or record shards",
+         {"idx", "folder", "shards"});
+  s.bind("data.path", &c.data.path, "idx: the directory with the files; else the training set");
+  s.bind("data.eval_path", &c.data.eval_path, "folder/shards: the evaluation set");
+  s.bind("data.train_limit", &c.data.train_limit, "first N training samples (0: all)");
+  s.bind("data.eval_limit", &c.data.eval_limit, "first N evaluation samples (0: all)");
+  s.bind("data.workers", &c.data.workers, "loader threads per rank");
+  s.bind("data.prefetch_factor", &c.data.prefetch_factor, "batches in flight per worker");
+  s.bind("data.augment", &c.data.augment, "random affine (idx) or crop + flip (images)");
+  s.bind("data.image_size", &c.data.image_size, "folder/shards: crop side");
+  s.bind("train.epochs", &c.train.epochs, "");
+  s.bind("train.max_steps", &c.train.max_steps, "stop after N optimizer steps (0: epochs decide)");
+  s.bind("train.batch_size", &c.train.batch_size, "global batch, split over the ranks");
+  s.bind("train.grad_accumulation", &c.train.grad_accumulation, "micro-batches per step");
+  s.bind("train.log_every", &c.train.log_every, "steps between progress lines");
+  s.bind("optimizer.name", &c.optimizer.name, "", {"sgd", "adamw", "lars", "lamb"});
+  s.bind("optimizer.lr", &c.optimizer.lr, "for a global batch of lr_batch (linear scaling rule)");
+  s.bind("optimizer.lr_batch", &c.optimizer.lr_batch, "");
+  s.bind("optimizer.momentum", &c.optimizer.momentum, "sgd, lars");
+  s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "");
+  s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off");
+  s.bind("schedule.decay", &c.schedule.decay, "after warmup", {"constant", "cosine", "polynomial"});
+  s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0");
+  s.bind("amp.dtype", &c.amp.dtype, "autocast precision", {"bf16", "fp16", "fp32"});
+  s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
+  s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
+  s.bind("amp.precision_policy", &c.amp.precision_policy, "YAML: fp32: [module globs]");
+  s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
+  s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "");
+  s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",
+         {"none", "fp16", "bf16", "int8", "powersgd"});
+  s.bind("distributed.overlap", &c.distributed.overlap, "communicate during backward");
+  s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
+  s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end");
+  s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "");
+  s.bind("checkpoint.resume", &c.checkpoint.resume, "resume from the newest complete checkpoint");
+  s.bind("profiler.enabled", &c.profiler.enabled, "per-step breakdown and advice at the end");
+  s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)");
+  s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");
+  s.bind("profiler.op_profile", &c.profiler.op_profile, "LibTorch per-op trace for the window");
+  s.bind("eval.every_epochs", &c.eval.every_epochs, "0: only at the end");
+  s.bind("eval.target_accuracy", &c.eval.target_accuracy, "percent; report the time to reach it");
+  return s;
+}
+
+namespace {
+
+void require(bool ok, const std::string& key, const std::string& what) {
+  if (!ok) throw ConfigError(key + ": " + what);
+}
+
+}  // namespace
+
+void validate(const TrainConfig& c, int64_t world_size) {
+  require(c.model.num_classes >= 1, "model.num_classes", "must be at least 1");
+  require(c.data.workers >= 0, "data.workers", "must be 0 (load in the training thread) or more");
+  require(c.data.prefetch_factor >= 1, "data.prefetch_factor", "must be at least 1");
+  require(c.data.train_limit >= 0, "data.train_limit", "must be 0 (all) or more");
+  require(c.data.eval_limit >= 0, "data.eval_limit", "must be 0 (all) or more");
+  require(c.data.image_size >= 8, "data.image_size", "must be at least 8");
+  require(c.train.epochs >= 1, "train.epochs", "must be at least 1");
+  require(c.train.max_steps >= 0, "train.max_steps", "must be 0 (epochs decide) or more");
+  require(c.train.grad_accumulation >= 1, "train.grad_accumulation", "must be at least 1");
+  require(c.train.log_every >= 1, "train.log_every", "must be at least 1");
+  require(c.train.batch_size >= 1, "train.batch_size", "must be at least 1");
+  const int64_t parts = world_size * c.train.grad_accumulation;
+  require(c.train.batch_size % parts == 0, "train.batch_size",
+          std::to_string(c.train.batch_size) + " does not split evenly over " +
+              std::to_string(world_size) + " ranks x " + std::to_string(c.train.grad_accumulation) +
+              " micro-batches; use a multiple of " + std::to_string(parts));
+  require(c.optimizer.lr > 0, "optimizer.lr", "must be positive");
+  require(c.optimizer.lr_batch >= 1, "optimizer.lr_batch", "must be at least 1");
+  require(c.optimizer.momentum >= 0 && c.optimizer.momentum < 1, "optimizer.momentum", "must be in [0, 1)");
+  require(c.optimizer.weight_decay >= 0, "optimizer.weight_decay", "must be 0 or more");
+  require(c.optimizer.clip_grad_norm >= 0, "optimizer.clip_grad_norm", "must be 0 (off) or more");
+  require(c.schedule.warmup_steps >= 0, "schedule.warmup_steps", "must be 0 or more");
+  require(c.amp.init_scale > 0, "amp.init_scale", "must be positive");
+  require(c.amp.growth_interval >= 1, "amp.growth_interval", "must be at least 1");
+  require(c.distributed.bucket_cap_mb > 0, "distributed.bucket_cap_mb", "must be positive");
+  require(c.checkpoint.every_steps >= 0, "checkpoint.every_steps", "must be 0 (end only) or more");
+  require(c.checkpoint.keep_last >= 1, "checkpoint.keep_last", "must be at least 1");
+  require(c.profiler.trace_steps >= 1, "profiler.trace_steps", "must be at least 1");
+  require(c.eval.every_epochs >= 0, "eval.every_epochs", "must be 0 (end only) or more");
+  require(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 100, "eval.target_accuracy",
+          "is a percentage in [0, 100]");
+  require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");
+}
+
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  TrainConfig config;
+  ConfigSchema schema = schema_for(config);
+  if (!path.empty()) schema.load_file(path);
+  for (const auto& o : overrides) schema.set(o);
+  return config;
+}
+
+std::string dump_config(const TrainConfig& config) {
+  TrainConfig copy = config;
+  return schema_for(copy).dump();
+}
+
+}  // namespace paisoar::train

@@ -1,0 +1,279 @@
+// Trainer::fit: one loop, every feature switched by the config. Rank 0 prints
+// and writes metrics; every rank runs the same number of steps (the sampler
+// pads), so the DDP collectives always pair up.
+#include "paisoar/train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "paisoar/amp/autocast.h"
+#include "paisoar/amp/finite_loss_check.h"
+#include "paisoar/amp/grad_scaler.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/data/data_loader.h"
+#include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/optim/grad_clip.h"
+#include "paisoar/optim/lr_schedule.h"
+#include "src/train/optimizer_factory.h"
+#include "src/train/range_view.h"
+
+namespace paisoar::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+optim::LrDecay decay_of(const std::string& name) {
+  if (name == "cosine") return optim::LrDecay::Cosine;
+  if (name == "polynomial") return optim::LrDecay::Polynomial;
+  if (name == "constant") return optim::LrDecay::Constant;
+  throw ConfigError("schedule.decay: '" + name + "' is not one of: constant, cosine, polynomial");
+}
+
+amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) {
+  amp::AutocastOptions o;
+  o.device = device;
+  o.enabled = amp.dtype != "fp32";
+  o.dtype = amp.dtype == "fp16" ? c10::ScalarType::Half : c10::ScalarType::BFloat16;
+  if (amp.dtype == "fp16" && device == c10::DeviceType::CPU) {
+    throw ConfigError("amp.dtype: fp16 autocast needs a CUDA device (LibTorch's CPU autocast "
+                      "takes bf16 only); use bf16 or fp32 on the CPU");
+  }
+  return o;
+}
+
+// Rank 0's JSON-lines metrics file: one object per logged step or evaluation.
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& run_dir, bool active) {
+    if (!active) return;
+    std::error_code ec;
+    std::filesystem::create_directories(run_dir, ec);
+    out_.open(run_dir + "/metrics.jsonl", std::ios::app);
+    if (!out_) {
+      throw std::runtime_error("cannot write " + run_dir +
+                               "/metrics.jsonl; set run_dir to a writable directory");
+    }
+  }
+  void write(const nlohmann::json& record) {
+    if (out_.is_open()) out_ << record.dump() << "\n" << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+// Accuracy (percent) over `eval`, each rank scoring its own contiguous slice.
+double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers,
+                const amp::AutocastOptions& autocast_options, int64_t limit) {
+  const int64_t n = limit > 0 ? std::min(limit, task.eval_data->size()) : task.eval_data->size();
+  const int64_t rank = comm.rank(), world = comm.size();
+  const int64_t begin = n * rank / world, end = n * (rank + 1) / world;
+  torch::Tensor counts = torch::zeros({2}, torch::kDouble);
+  if (end > begin) {
+    data::DataLoaderOptions o;
+    o.batch_size = 256;
+    o.workers = workers;
+    o.shuffle = false;
+    data::DataLoader loader(std::make_shared<RangeView>(task.eval_data, begin, end), o);
+    task.model->eval();
+    torch::NoGradGuard no_grad;
+    double correct = 0;
+    while (auto batch = loader.next()) {
+      amp::autocast guard(autocast_options);
+      correct += task.forward(batch->data).argmax(1).eq(batch->labels).sum().item<double>();
+    }
+    task.model->train();
+    counts[0] = correct;
+    counts[1] = static_cast<double>(end - begin);
+  }
+  comm.allreduce(counts).wait();
+  return 100.0 * counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm)
+    : config_(std::move(config)), comm_(std::move(comm)) {
+  if (!comm_) throw std::invalid_argument("Trainer: the communicator is null");
+  validate(config_, comm_->size());
+}
+
+TrainResult Trainer::fit(const TrainTask& task) {
+  const TrainConfig& c = config_;
+  if (!task.model || !task.forward || !task.train_data) {
+    throw std::invalid_argument("TrainTask: model, forward and train_data are required");
+  }
+  const int64_t rank = comm_->rank(), world = comm_->size();
+  const bool lead = rank == 0;
+  auto loss_fn = task.loss ? task.loss : [](const torch::Tensor& out, const torch::Tensor& y) {
+    return torch::cross_entropy_loss(out, y);
+  };
+  const auto params = task.model->parameters();
+  const auto device = params.empty() ? c10::DeviceType::CPU : params[0].device().type();
+
+  ddp::DdpOptions ddp_options;
+  ddp_options.bucket_cap_mb = c.distributed.bucket_cap_mb;
+  ddp_options.overlap = c.distributed.overlap;
+  ddp_options.compression.type = ddp::parse_compression(c.distributed.compression);
+  ddp::GradientReducer reducer(task.model, comm_, ddp_options);
+
+  const int64_t accumulation = c.train.grad_accumulation;
+  data::DataLoaderOptions loader_options;
+  loader_options.batch_size = c.train.batch_size / world / accumulation;
+  loader_options.workers = c.data.workers;
+  loader_options.prefetch_factor = c.data.prefetch_factor;
+  loader_options.rank = rank;
+  loader_options.world_size = world;
+  loader_options.seed = static_cast<uint64_t>(c.seed);
+  loader_options.drop_last = true;  // whole optimizer steps only
+  data::DataLoader loader(task.train_data, loader_options);
+  const int64_t steps_per_epoch = loader.batches_per_epoch() / accumulation;
+  if (steps_per_epoch < 1) {
+    throw ConfigError("train.batch_size: " + std::to_string(c.train.batch_size) + " is more than the " +
+                      std::to_string(task.train_data->size()) +
+                      " training samples can fill once; use a smaller batch or more data");
+  }
+  int64_t total_steps = steps_per_epoch * c.train.epochs;
+  if (c.train.max_steps > 0) total_steps = std::min(total_steps, c.train.max_steps);
+
+  const double lr = optim::scaled_lr(c.optimizer.lr, c.train.batch_size, c.optimizer.lr_batch);
+  auto optimizer = make_optimizer(c.optimizer, params, lr);
+  optim::LrScheduleOptions schedule_options;
+  schedule_options.warmup_steps = std::min(c.schedule.warmup_steps, total_steps);
+  schedule_options.decay = decay_of(c.schedule.decay);
+  schedule_options.total_steps = total_steps;
+  optim::LrSchedule schedule(*optimizer, schedule_options);
+
+  const auto autocast_options = autocast_for(c.amp, device);
+  amp::GradScalerOptions scaler_options;
+  scaler_options.enabled = c.amp.dtype == "fp16";
+  scaler_options.init_scale = c.amp.init_scale;
+  scaler_options.growth_interval = c.amp.growth_interval;
+  amp::GradScaler scaler(scaler_options, comm_);
+  amp::FiniteLossCheckOptions finite_options;
+  finite_options.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
+  amp::FiniteLossCheck finite_loss(finite_options, comm_);
+  MetricsLog metrics(c.run_dir, lead);
+
+  if (lead) {
+    std::printf("paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
+                "%s, %s lr %.4g (warmup %lld, %s over %lld steps), compression %s, %lld loader "
+                "workers per rank\n",
+                static_cast<long long>(task.train_data->size()), static_cast<long long>(world),
+                static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
+                static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(),
+                lr, static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
+                static_cast<long long>(total_steps), c.distributed.compression.c_str(),
+                static_cast<long long>(c.data.workers));
+    std::fflush(stdout);
+  }
+
+  TrainResult result;
+  int64_t step = 0;
+  double train_seconds = 0;
+  const auto start = Clock::now();
+  for (int64_t epoch = 0; epoch < c.train.epochs && step < total_steps; ++epoch) {
+    loader.start_epoch(epoch);
+    double loss_sum = 0, wait_sum = 0;
+    int64_t epoch_steps = 0;
+    const auto epoch_start = Clock::now();
+    for (int64_t i = 0; i < steps_per_epoch && step < total_steps; ++i) {
+      optimizer->zero_grad();
+      double step_loss = 0;
+      for (int64_t micro = 0; micro < accumulation; ++micro) {
+        auto batch = loader.next();
+        wait_sum += batch->wait_s;
+        reducer.set_sync(micro + 1 == accumulation);
+        reducer.pre_forward();
+        torch::Tensor out, loss;
+        {
+          amp::autocast guard(autocast_options);
+          out = task.forward(batch->data);
+          loss = loss_fn(out, batch->labels);
+        }
+        reducer.post_forward({out});
+        if (!finite_loss(loss, step)) continue;
+        scaler.scale(loss / static_cast<double>(accumulation)).backward();
+        step_loss += loss.item<double>() / static_cast<double>(accumulation);
+      }
+      if (c.optimizer.clip_grad_norm > 0) {
+        scaler.unscale_(*optimizer);
+        optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+      }
+      scaler.step(*optimizer);
+      scaler.update();
+      schedule.step();
+      ++step;
+      ++epoch_steps;
+      loss_sum += step_loss;
+      if (lead && (step % c.train.log_every == 0 || step == total_steps || i + 1 == steps_per_epoch)) {
+        const double elapsed = seconds_since(epoch_start);
+        const double ms_per_step = 1e3 * elapsed / epoch_steps;
+        const auto& stats = reducer.last_stats();
+        std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
+                    "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
+                    static_cast<long long>(epoch), static_cast<long long>(step),
+                    static_cast<long long>(total_steps), loss_sum / epoch_steps,
+                    schedule.get_last_lr()[0], ms_per_step,
+                    c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9),
+                    1e3 * wait_sum / (epoch_steps * accumulation), 1e3 * stats.backward_s,
+                    1e3 * stats.exposed_comm_s);
+        std::fflush(stdout);
+        metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss_sum / epoch_steps},
+                       {"lr", schedule.get_last_lr()[0]}, {"ms_per_step", ms_per_step},
+                       {"data_wait_ms", 1e3 * wait_sum / (epoch_steps * accumulation)},
+                       {"loss_scale", scaler.get_scale()}, {"exposed_comm_ms", 1e3 * stats.exposed_comm_s}});
+      }
+    }
+    train_seconds += seconds_since(epoch_start);
+    result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
+    const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
+    const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
+    if (task.eval_data && (last || due)) {
+      result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+      const double at = seconds_since(start);
+      if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 &&
+          result.accuracy >= c.eval.target_accuracy) {
+        result.time_to_target_s = at;
+      }
+      if (lead) {
+        std::printf("epoch %lld: test accuracy %.2f%% (%.1f s)\n", static_cast<long long>(epoch),
+                    result.accuracy, at);
+        std::fflush(stdout);
+      }
+      metrics.write({{"epoch", epoch}, {"step", step}, {"accuracy", result.accuracy}, {"seconds", at}});
+    }
+  }
+  result.steps = step;
+  result.global_step = step;
+  result.seconds = seconds_since(start);
+  result.samples_per_s = train_seconds > 0 ? c.train.batch_size * step / train_seconds : 0;
+  if (lead) {
+    std::printf("done: %lld steps in %.1f s, %.0f samples/s", static_cast<long long>(step), result.seconds,
+                result.samples_per_s);
+    if (result.accuracy >= 0) std::printf(", test accuracy %.2f%%", result.accuracy);
+    if (c.eval.target_accuracy > 0) {
+      if (result.time_to_target_s >= 0) {
+        std::printf(", %.2f%% reached after %.1f s", c.eval.target_accuracy, result.time_to_target_s);
+      } else {
+        std::printf(", %.2f%% not reached", c.eval.target_accuracy);
+      }
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return result;
+}
+
+}  // namespace paisoar::train

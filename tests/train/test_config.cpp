@@ -1,0 +1,111 @@
+// The config: defaults survive a dump and reload, YAML and --set reach the
+// fields, and every kind of mistake is named with the key and a way out.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "paisoar/train/train_config.h"
+#include "tests/support/expect_error.h"
+
+using namespace paisoar::train;
+using paisoar::testing::expect_error_of;
+
+namespace {
+
+TrainConfig from_yaml(const std::string& text) {
+  TrainConfig c;
+  schema_for(c).load_yaml(text, "test.yaml");
+  return c;
+}
+
+}  // namespace
+
+TEST(Config, DumpReloadsToTheSameConfig) {
+  TrainConfig c;
+  c.optimizer.lr = 0.125;
+  c.amp.precision_policy = "fp32: [head, \"*.norm\"]";
+  c.data.path = "/data: with colon";
+  const std::string text = dump_config(c);
+  const TrainConfig back = from_yaml(text);
+  EXPECT_EQ(dump_config(back), text);
+  EXPECT_DOUBLE_EQ(back.optimizer.lr, 0.125);
+  EXPECT_EQ(back.amp.precision_policy, c.amp.precision_policy);
+  EXPECT_EQ(back.data.path, c.data.path);
+  EXPECT_NE(text.find("optimizer:\n  name: sgd"), std::string::npos) << text;
+}
+
+TEST(Config, YamlAndOverridesReachTheFields) {
+  auto c = from_yaml("seed: 7\nmodel: {name: fashion_cnn_bn}\noptimizer:\n  lr: 0.2\n  name: lamb\n"
+                     "train:\n  batch_size: 256\n  grad_accumulation: 2\namp:\n  dtype: fp32\n");
+  EXPECT_EQ(c.seed, 7);
+  EXPECT_EQ(c.model.name, "fashion_cnn_bn");
+  EXPECT_EQ(c.optimizer.name, "lamb");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.2);
+  EXPECT_EQ(c.train.batch_size, 256);
+  EXPECT_EQ(c.amp.dtype, "fp32");
+  auto schema = schema_for(c);
+  schema.set("optimizer.lr=0.1");
+  schema.set("data.augment=true");
+  schema.set("distributed.compression=powersgd");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.1);
+  EXPECT_TRUE(c.data.augment);
+  EXPECT_EQ(c.distributed.compression, "powersgd");
+  EXPECT_EQ(from_yaml("").train.epochs, 1);  // an empty file is the defaults
+}
+
+TEST(Config, UnknownKeysNameTheClosestValidOne) {
+  expect_error_of<ConfigError>([] { from_yaml("optimizer:\n  lrr: 0.1\n"); },
+                               {"test.yaml", "unknown key 'optimizer.lrr'", "did you mean 'optimizer.lr'"});
+  expect_error_of<ConfigError>([] { from_yaml("optimiser:\n  lr: 0.1\n"); },
+                               {"unknown key 'optimiser'", "'optimizer'"});
+  expect_error_of<ConfigError>([] { from_yaml("trian: {epochs: 2}\n"); }, {"'train'"});
+  TrainConfig c;
+  auto schema = schema_for(c);
+  expect_error_of<ConfigError>([&] { schema.set("checkpoint.every=5"); },
+                               {"unknown key 'checkpoint.every'", "'checkpoint.every_steps'"});
+  expect_error_of<ConfigError>([&] { schema.set("optimizer.lr"); }, {"key=value"});
+}
+
+TEST(Config, WrongTypesNameTheKeyAndTheTypeExpected) {
+  expect_error_of<ConfigError>([] { from_yaml("optimizer: {lr: fast}\n"); },
+                               {"optimizer.lr", "expected a number", "'fast'"});
+  expect_error_of<ConfigError>([] { from_yaml("train: {epochs: 1.5}\n"); },
+                               {"train.epochs", "expected an integer"});
+  expect_error_of<ConfigError>([] { from_yaml("data: {augment: maybe}\n"); },
+                               {"data.augment", "true or false"});
+  expect_error_of<ConfigError>([] { from_yaml("train: {epochs: [1, 2]}\n"); },
+                               {"train.epochs", "got a list"});
+  expect_error_of<ConfigError>([] { from_yaml("optimizer: 3\n"); }, {"optimizer is a section"});
+  expect_error_of<ConfigError>([] { from_yaml("model: {name: alexnet}\n"); },
+                               {"model.name", "'alexnet' is not one of", "resnet18"});
+  expect_error_of<ConfigError>([] { from_yaml("[1, 2]\n"); }, {"expected a mapping"});
+  expect_error_of<ConfigError>([] { from_yaml("a: [1, 2\n"); }, {"not valid YAML"});
+  TrainConfig c;
+  auto schema = schema_for(c);
+  expect_error_of<ConfigError>([&] { schema.set("train.batch_size=abc"); },
+                               {"--set train.batch_size", "expected an integer"});
+}
+
+TEST(Config, ValidationNamesTheKeyAndWhatToUse) {
+  TrainConfig c;
+  c.train.batch_size = 100;
+  c.train.grad_accumulation = 3;
+  expect_error_of<ConfigError>([&] { validate(c, 2); },
+                               {"train.batch_size", "2 ranks x 3 micro-batches", "multiple of 6"});
+  c.train.batch_size = 96;
+  validate(c, 2);
+  c.optimizer.lr = -1;
+  expect_error_of<ConfigError>([&] { validate(c, 2); }, {"optimizer.lr", "positive"});
+}
+
+TEST(Config, LoadConfigReadsAFileThenOverrides) {
+  const std::string path = ::testing::TempDir() + "paisoar_config_test.yaml";
+  std::ofstream(path) << "optimizer:\n  lr: 0.3\ntrain:\n  epochs: 4\n";
+  const auto c = load_config(path, {"train.epochs=5"});
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.3);
+  EXPECT_EQ(c.train.epochs, 5);
+  std::remove(path.c_str());
+  expect_error_of<ConfigError>([] { load_config("/nonexistent/x.yaml"); },
+                               {"/nonexistent/x.yaml", "check the path"});
+}
