@@ -7,4 +7,5 @@
 #include "paisoar/ddp.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"
+#include "paisoar/profiler.h"
 #include "paisoar/version.h"

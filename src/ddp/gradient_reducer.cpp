@@ -29,6 +29,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+double steady_seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 amp::AutocastOptions autocast_off(const torch::Tensor& on) {
   amp::AutocastOptions options;
   options.device = on.device().type();
@@ -228,6 +232,7 @@ void GradientReducer::Impl::launch_ready_buckets() {
   amp::autocast full_precision(autocast_off(buckets_[next_bucket_].flat));
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     auto& b = buckets_[next_bucket_];
+    b.launched = Clock::now();
     hook_->launch(next_bucket_, b.flat, b.layout);
     ++next_bucket_;
   }
@@ -272,7 +277,13 @@ void GradientReducer::Impl::finalize() {
   comm::Work status_work = comm_->allreduce(status, comm::ReduceOp::Sum);
   {
     amp::autocast full_precision(autocast_off(buckets_.front().flat));
-    for (size_t b = 0; b < buckets_.size(); ++b) hook_->finish(b, buckets_[b].flat, buckets_[b].layout);
+    stats_.bucket_spans.reserve(buckets_.size());
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      auto& bucket = buckets_[b];
+      hook_->finish(b, bucket.flat, bucket.layout);
+      stats_.bucket_spans.push_back({b, bucket.flat.numel() * bucket.flat.element_size(),
+                                     steady_seconds(bucket.launched), steady_seconds(Clock::now())});
+    }
   }
   status_work.wait();
   stats_.exposed_comm_s = seconds_since(wait_start);

@@ -41,6 +41,7 @@ class GradientReducer::Impl {
     BucketLayout layout;
     torch::Tensor flat;
     size_t pending = 0;
+    Clock::time_point launched;  // this step's launch, for ReducerStats::bucket_spans
   };
 
   void build_buckets(const std::vector<std::vector<size_t>>& plan);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "paisoar/ddp/bucket_span.h"
 #include "paisoar/ddp/comm_hook.h"
 #include "paisoar/ddp/options.h"
 
@@ -26,6 +27,7 @@ struct ReducerStats {
   int64_t bytes = 0;            // bytes handed to collectives (payload, this rank)
   size_t buckets = 0;
   bool rebuilt = false;         // the buckets were rebuilt at the end of this step
+  std::vector<BucketSpan> bucket_spans;  // one per bucket, in launch order
 };
 
 class GradientReducer {

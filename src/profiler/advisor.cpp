@@ -1,0 +1,158 @@
+// The advisor's rules (see advisor.h): each one checks its threshold and, when
+// it trips, states the numbers and the change to make.
+#include "paisoar/profiler/advisor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace paisoar::profiler {
+namespace {
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string ms(double seconds) { return fixed(1e3 * seconds, 1) + " ms"; }
+std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+void check_data(const RunMeasurements& run, std::vector<Advice>& out) {
+  const double f = run.fraction(Phase::DataWait);
+  if (f <= kDataBoundFraction) return;
+  out.push_back(
+      {kDataBound,
+       "waiting for data " + ms(run.phase_mean_s[phase_index(Phase::DataWait)]) + " of " +
+           ms(run.step_mean_s) + " per step (" + percent(f) + " > " +
+           percent(kDataBoundFraction) + ")",
+       "feed the model faster: raise DataLoaderOptions::workers (up to the free cores) and "
+       "prefetch_factor; convert the images to record shards once (paisoar convert) instead of "
+       "decoding scattered files; keep batches uint8 and normalise/flip on the device "
+       "(data::DevicePreprocess); decode JPEGs at reduced scale when the crop is small"});
+}
+
+void check_communication(const RunMeasurements& run, std::vector<Advice>& out) {
+  const double f = run.fraction(Phase::Communication);
+  if (f <= kCommunicationBoundFraction) return;
+  out.push_back(
+      {kCommunicationBound,
+       "exposed communication " + ms(run.phase_mean_s[phase_index(Phase::Communication)]) +
+           " of " + ms(run.step_mean_s) + " per step (" + percent(f) + " > " +
+           percent(kCommunicationBoundFraction) + ")",
+       "hide or shrink the gradient traffic: keep DdpOptions::overlap on and raise "
+       "bucket_cap_mb (fewer, larger collectives); compress (DdpOptions::compression = fp16 or "
+       "bf16 halves the bytes, powersgd cuts large matrices far more); across nodes use the "
+       "hierarchical allreduce (DdpOptions::hierarchical) and the fastest network; a larger "
+       "per-rank batch gives backward more compute to hide it behind"});
+}
+
+void check_loss_scale(const RunMeasurements& run, std::vector<Advice>& out) {
+  const auto& h = run.loss_scale_history;
+  if (h.size() < 2) return;
+  const size_t first = h.size() > kLossScaleWindow ? h.size() - kLossScaleWindow : 1;
+  size_t falls = 0;
+  for (size_t i = first; i < h.size(); ++i) falls += h[i] < h[i - 1] ? 1 : 0;
+  const size_t updates = h.size() - first;
+  const bool collapsed = h.back() > 0 ? h.front() / h.back() >= kLossScaleCollapseFactor
+                                      : h.front() > 0;
+  if (falls <= kLossScaleMaxFalls && !collapsed) return;
+  std::string evidence = "the loss scale fell in " + std::to_string(falls) + " of the last " +
+                         std::to_string(updates) + " updates (more than " +
+                         std::to_string(kLossScaleMaxFalls) + " is unstable); it went from " +
+                         fixed(h.front(), 0) + " to " + fixed(h.back(), 0);
+  if (h.back() > 0) evidence += " (" + fixed(h.front() / h.back(), 0) + "x lower)";
+  if (run.skipped_steps > 0) {
+    evidence += "; " + std::to_string(run.skipped_steps) + " optimizer steps skipped for inf/NaN";
+  }
+  out.push_back(
+      {kUnstableLossScale, evidence,
+       "gradients keep overflowing in fp16: lower GradScalerOptions::init_scale (e.g. 65536 -> "
+       "4096); keep precision-sensitive layers (norms, softmax, the loss) in fp32 with an "
+       "amp::PrecisionPolicy; if it persists, halve the learning rate or add warmup, and check "
+       "the same run in fp32: if that diverges too, the model or data is at fault, not precision"});
+}
+
+void check_stragglers(const RunMeasurements& run, std::vector<Advice>& out) {
+  const auto& t = run.per_rank_step_s;
+  if (t.size() < 2) return;
+  const double mid = median(t);
+  if (mid <= 0) return;
+  std::string slow, evidence;
+  for (size_t rank = 0; rank < t.size(); ++rank) {
+    const double excess = t[rank] / mid - 1;
+    if (excess <= kStragglerExcess) continue;
+    if (!evidence.empty()) {
+      evidence += "; ";
+      slow += ", ";
+    }
+    evidence += "rank " + std::to_string(rank) + ": " + ms(t[rank]) + " per step, +" +
+                percent(excess) + " over the median " + ms(mid) + " (limit +" +
+                percent(kStragglerExcess) + ")";
+    slow += std::to_string(rank);
+  }
+  if (evidence.empty()) return;
+  out.push_back(
+      {kStraggler, evidence,
+       "every rank waits for the slowest at each allreduce: check the machine of rank(s) " +
+           slow + " (other jobs, CPU/GPU throttling, a slower disk or network link; compare "
+           "top / nvidia-smi there with a fast rank) and balance the work (equal shard sizes, "
+           "similar image sizes per rank, the same loader workers and threads per rank)"});
+}
+
+// Reads the verdicts found so far in `out`: compute is only the limit when
+// neither the data nor the communication is.
+void check_compute(const RunMeasurements& run, std::vector<Advice>& out) {
+  if (run.mixed_precision) return;
+  for (const auto& a : out) {
+    if (a.verdict == kDataBound || a.verdict == kCommunicationBound) return;
+  }
+  const double f = run.fraction(Phase::Forward) + run.fraction(Phase::Backward) +
+                   run.fraction(Phase::Optimizer);
+  if (f <= kComputeBoundFraction) return;
+  out.push_back(
+      {kComputeBound,
+       "forward + backward + optimizer take " + percent(f) + " of the step (> " +
+           percent(kComputeBoundFraction) + ") in full precision",
+       "speed up the math: turn on mixed precision (amp autocast: bf16 on CPU, fp16 with a "
+       "GradScaler on GPU), then raise the per-rank batch into the memory it frees; if the "
+       "optimizer alone is a large share, use optim::FlatOptimizer (one fused loop over flat "
+       "buffers)"});
+}
+
+}  // namespace
+
+double RunMeasurements::fraction(Phase phase) const {
+  double denominator = step_mean_s;
+  if (denominator <= 0) {
+    denominator = 0;
+    for (double s : phase_mean_s) denominator += s;
+  }
+  return denominator > 0 ? phase_mean_s[phase_index(phase)] / denominator : 0;
+}
+
+RunMeasurements measurements_from(const ProfileSummary& summary) {
+  RunMeasurements run;
+  run.steps = summary.steps;
+  run.step_mean_s = summary.step_mean_s;
+  for (size_t p = 0; p < kPhaseCount; ++p) run.phase_mean_s[p] = summary.phases[p].mean_s;
+  return run;
+}
+
+std::vector<Advice> advise(const RunMeasurements& run) {
+  std::vector<Advice> out;
+  check_data(run, out);
+  check_communication(run, out);
+  check_loss_scale(run, out);
+  check_stragglers(run, out);
+  check_compute(run, out);
+  return out;
+}
+
+}  // namespace paisoar::profiler
