@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,7 @@
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/profiler.h"
 #include "src/train/optimizer_factory.h"
 #include "src/train/range_view.h"
 
@@ -165,6 +167,21 @@ TrainResult Trainer::fit(const TrainTask& task) {
   finite_options.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
   amp::FiniteLossCheck finite_loss(finite_options, comm_);
   MetricsLog metrics(c.run_dir, lead);
+  profiler::ProfilerOptions profiler_options;
+  profiler_options.enabled = c.profiler.enabled;
+  profiler_options.rank = static_cast<int>(rank);
+  if (c.profiler.trace_start_step >= 0) {
+    profiler_options.trace_start_step = c.profiler.trace_start_step;
+    profiler_options.trace_steps = c.profiler.trace_steps;
+    profiler_options.trace_path = c.run_dir + "/trace-rank" + std::to_string(rank) + ".json";
+    profiler_options.op_profile = c.profiler.op_profile;
+    profiler_options.op_trace_path = c.run_dir + "/ops-rank" + std::to_string(rank) + ".json";
+    std::error_code ec;
+    std::filesystem::create_directories(c.run_dir, ec);
+  }
+  profiler::StepProfiler prof(profiler_options);
+  std::vector<double> loss_scales;  // after each update, for the advisor
+  int64_t skipped_steps = 0;
 
   if (lead) {
     std::printf("paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
@@ -189,31 +206,48 @@ TrainResult Trainer::fit(const TrainTask& task) {
     int64_t epoch_steps = 0;
     const auto epoch_start = Clock::now();
     for (int64_t i = 0; i < steps_per_epoch && step < total_steps; ++i) {
+      prof.begin_step(step);
       optimizer->zero_grad();
       double step_loss = 0;
       for (int64_t micro = 0; micro < accumulation; ++micro) {
-        auto batch = loader.next();
+        std::optional<data::Batch> batch;
+        {
+          auto timed = prof.phase(profiler::Phase::DataWait);
+          batch = loader.next();
+        }
         wait_sum += batch->wait_s;
         reducer.set_sync(micro + 1 == accumulation);
-        reducer.pre_forward();
         torch::Tensor out, loss;
         {
+          auto timed = prof.phase(profiler::Phase::Forward);
+          reducer.pre_forward();
           amp::autocast guard(autocast_options);
           out = task.forward(batch->data);
           loss = loss_fn(out, batch->labels);
         }
         reducer.post_forward({out});
         if (!finite_loss(loss, step)) continue;
-        scaler.scale(loss / static_cast<double>(accumulation)).backward();
+        {
+          auto timed = prof.phase(profiler::Phase::Backward);
+          scaler.scale(loss / static_cast<double>(accumulation)).backward();
+        }
         step_loss += loss.item<double>() / static_cast<double>(accumulation);
       }
-      if (c.optimizer.clip_grad_norm > 0) {
-        scaler.unscale_(*optimizer);
-        optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+      const auto& reducer_stats = reducer.last_stats();
+      prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
+      profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
+      {
+        auto timed = prof.phase(profiler::Phase::Optimizer);
+        if (c.optimizer.clip_grad_norm > 0) {
+          scaler.unscale_(*optimizer);
+          optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+        }
+        if (!scaler.step(*optimizer)) ++skipped_steps;
+        scaler.update();
+        schedule.step();
       }
-      scaler.step(*optimizer);
-      scaler.update();
-      schedule.step();
+      if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
+      prof.end_step();
       ++step;
       ++epoch_steps;
       loss_sum += step_loss;
@@ -258,6 +292,19 @@ TrainResult Trainer::fit(const TrainTask& task) {
   result.steps = step;
   result.global_step = step;
   result.seconds = seconds_since(start);
+  if (c.profiler.enabled && step > 0) {
+    // Every rank takes part in the gather; rank 0 judges and prints.
+    const auto summary = prof.summary();
+    auto run = profiler::measurements_from(summary);
+    run.per_rank_step_s = profiler::gather_step_times(*comm_, run.step_mean_s);
+    run.loss_scale_history = loss_scales;
+    run.skipped_steps = skipped_steps;
+    run.mixed_precision = autocast_options.enabled;
+    if (lead) {
+      std::printf("%s", profiler::format_report(summary, profiler::advise(run)).c_str());
+      std::fflush(stdout);
+    }
+  }
   result.samples_per_s = train_seconds > 0 ? c.train.batch_size * step / train_seconds : 0;
   if (lead) {
     std::printf("done: %lld steps in %.1f s, %.0f samples/s", static_cast<long long>(step), result.seconds,

@@ -5,7 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
 #include <mutex>
 
 #include "paisoar/train/trainer.h"
@@ -86,7 +92,19 @@ TEST(Trainer, LossFallsAndMaxStepsStops) {
   c.data.train_limit = 1280;
   c.train.epochs = 3;
   c.train.max_steps = 25;
+  c.run_dir = ::testing::TempDir() + "paisoar_trainer_trace_" + std::to_string(::getpid());
+  c.profiler.trace_start_step = 3;
+  c.profiler.trace_steps = 2;
   const auto result = train_with(c, 2).second;
+  for (int rank = 0; rank < 2; ++rank) {  // each rank's window, as Chrome-trace JSON
+    std::ifstream in(c.run_dir + "/trace-rank" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(in) << "no trace for rank " << rank;
+    const auto trace = nlohmann::json::parse(in);
+    std::set<std::string> names;
+    for (const auto& e : trace.at("traceEvents")) names.insert(e.value("name", ""));
+    for (const char* phase : {"forward", "backward", "optimizer"}) EXPECT_TRUE(names.count(phase)) << phase;
+  }
+  std::filesystem::remove_all(c.run_dir);
   EXPECT_EQ(result.steps, 25);
   EXPECT_LT(result.final_loss, 1.5);  // ln(10) = 2.30 is chance
   EXPECT_GT(result.accuracy, 50.0);
