@@ -78,6 +78,13 @@ c10::IValue to_ivalue(const Json& j) {
   return c10::ivalue::Tuple::create(std::move(elements));
 }
 
+// The archive an options object's serialize() reads: one entry per option.
+OutputArchive options_archive(const Json& options, std::shared_ptr<torch::jit::CompilationUnit> unit) {
+  OutputArchive archive = unit ? OutputArchive(std::move(unit)) : OutputArchive();
+  for (const auto& [key, value] : options.items()) archive.write(key, to_ivalue(value));
+  return archive;
+}
+
 const std::string& required(const Checkpoint& checkpoint, const std::string& key) {
   auto it = checkpoint.metadata.find(key);
   TORCH_CHECK(it != checkpoint.metadata.end(), "checkpoint '", checkpoint.source, "' holds no optimizer state (no '",
@@ -236,14 +243,30 @@ void restore_optimizer_state(torch::optim::Optimizer& optimizer, const Checkpoin
     for (size_t j = 0; j < group_params.size(); ++j) {
       group.write("params/" + std::to_string(j), c10::IValue(key_of(group_params[j])));
     }
-    OutputArchive options(out.compilation_unit());
-    for (const auto& [key, value] : groups[g]["options"].items()) options.write(key, to_ivalue(value));
+    OutputArchive options = options_archive(groups[g]["options"], out.compilation_unit());
     group.write("options", options);
     group_archives.write("param_groups/" + std::to_string(g), group);
   }
   out.write("param_groups", group_archives);
+
+  // torch::optim's load() (1.13) reads the groups' options but drops them, so
+  // they are set here, after the state loaded; parsed first, so that a bad
+  // option fails before anything changes.
+  std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> options;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    OutputArchive saved = options_archive(groups[g]["options"], nullptr);
+    InputArchive in = reread(saved);
+    options.push_back(param_groups[g].options().clone());
+    try {
+      options.back()->serialize(in);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "checkpoint '", source, "': the options of optimizer group ", g, " do not fit a ",
+                  type_of(optimizer), " (", e.what_without_backtrace(), ")");
+    }
+  }
   InputArchive archive = reread(out);
   optimizer.load(archive);
+  for (size_t g = 0; g < groups.size(); ++g) optimizer.param_groups()[g].set_options(std::move(options[g]));
 }
 
 }  // namespace paisoar::checkpoint

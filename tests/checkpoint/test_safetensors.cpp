@@ -38,7 +38,7 @@ TensorMap every_dtype() {
   t["f32"] = values;
   t["f16"] = values.to(torch::kFloat16);
   t["bf16"] = values.to(torch::kBFloat16);
-  t["i64"] = values.to(torch::kInt64) * 1000000007LL;
+  t["i64"] = values.to(torch::kInt64) * static_cast<int64_t>(1000000007);
   t["i32"] = values.to(torch::kInt32);
   t["i16"] = values.to(torch::kInt16);
   t["i8"] = values.clamp(-128, 127).to(torch::kInt8);
