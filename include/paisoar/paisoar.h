@@ -2,6 +2,7 @@
 #pragma once
 
 #include "paisoar/amp.h"
+#include "paisoar/checkpoint.h"
 #include "paisoar/comm.h"
 #include "paisoar/data.h"
 #include "paisoar/ddp.h"

@@ -1,0 +1,121 @@
+// CheckpointManager: file naming, pruning and newest-intact resume over
+// save_safetensors/load_safetensors. Names are parsed strictly, so an
+// AtomicFile temporary ("step-...safetensors.tmp.<pid>.<n>") is never taken
+// for a checkpoint.
+#include "paisoar/checkpoint/checkpoint_manager.h"
+
+#include "paisoar/checkpoint/safetensors.h"
+#include "src/util/atomic_file.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+namespace paisoar::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPrefix = "step-";
+constexpr const char* kSuffix = ".safetensors";
+
+// "step-000000000042.safetensors" -> 42; anything else -> nullopt.
+std::optional<int64_t> step_of(const std::string& name) {
+  const size_t prefix = std::strlen(kPrefix), suffix = std::strlen(kSuffix);
+  if (name.size() <= prefix + suffix || name.compare(0, prefix, kPrefix) != 0 ||
+      name.compare(name.size() - suffix, suffix, kSuffix) != 0) {
+    return std::nullopt;
+  }
+  const std::string digits = name.substr(prefix, name.size() - prefix - suffix);
+  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return std::nullopt;
+  return std::stoll(digits);
+}
+
+bool is_leftover_temporary(const std::string& name) {
+  const size_t at = name.find(std::string(kSuffix) + ".tmp.");
+  return at != std::string::npos && step_of(name.substr(0, at + std::strlen(kSuffix))).has_value();
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(CheckpointOptions options) : options_(std::move(options)) {
+  TORCH_CHECK(!options_.dir.empty(), "CheckpointManager: options.dir is empty; give the checkpoint directory");
+  if (options_.rank != 0) return;
+  std::error_code error;
+  fs::create_directories(options_.dir, error);
+  TORCH_CHECK(!error, "CheckpointManager: cannot create checkpoint directory '", options_.dir, "': ",
+              error.message(), "; choose a directory you can write to");
+  try {
+    util::AtomicFile probe(options_.dir + "/.paisoar-write-check");  // removed uncommitted
+  } catch (const std::runtime_error& e) {
+    TORCH_CHECK(false, "CheckpointManager: checkpoint directory '", options_.dir, "' is not writable (", e.what(),
+                ")");
+  }
+  for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
+    if (is_leftover_temporary(entry.path().filename().string())) fs::remove(entry.path(), error);
+  }
+}
+
+bool CheckpointManager::due(int64_t step) const {
+  return options_.every_steps > 0 && step > 0 && step % options_.every_steps == 0;
+}
+
+std::string CheckpointManager::path_for(int64_t step) const {
+  char name[64];
+  std::snprintf(name, sizeof name, "%s%012lld%s", kPrefix, static_cast<long long>(step), kSuffix);
+  return options_.dir + "/" + name;
+}
+
+void CheckpointManager::save(int64_t step, const TensorMap& tensors, const Metadata& metadata) {
+  TORCH_CHECK(step >= 0, "CheckpointManager::save: step is ", step, "; it must be >= 0");
+  if (options_.rank != 0) return;
+  Metadata with_step = metadata;
+  with_step["paisoar.step"] = std::to_string(step);
+  save_safetensors(path_for(step), tensors, with_step);
+  prune();
+}
+
+void CheckpointManager::prune() const {
+  if (options_.keep_last <= 0) return;
+  const std::vector<CheckpointFile> files = list();
+  const size_t keep = static_cast<size_t>(options_.keep_last);
+  for (size_t i = 0; i + keep < files.size(); ++i) {
+    std::error_code error;
+    fs::remove(files[i].path, error);
+    if (error) std::cerr << "warning: could not delete old checkpoint '" << files[i].path << "': " << error.message() << std::endl;
+  }
+}
+
+std::vector<CheckpointFile> CheckpointManager::list() const {
+  std::vector<CheckpointFile> files;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
+    if (!entry.is_regular_file(error)) continue;
+    if (auto step = step_of(entry.path().filename().string())) files.push_back({*step, entry.path().string()});
+  }
+  std::sort(files.begin(), files.end(), [](const CheckpointFile& a, const CheckpointFile& b) { return a.step < b.step; });
+  return files;
+}
+
+std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest() const {
+  const std::vector<CheckpointFile> files = list();
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    try {
+      return Loaded{it->step, load_safetensors(it->path)};
+    } catch (const c10::Error& e) {
+      std::cerr << "warning: skipping checkpoint '" << it->path << "': " << e.what_without_backtrace()
+                << (std::next(it) != files.rend() ? "; falling back to '" + std::next(it)->path + "'" : std::string())
+                << std::endl;
+    }
+  }
+  TORCH_CHECK(files.empty(), "CheckpointManager: none of the ", files.size(), " checkpoints in '", options_.dir,
+              "' can be read (see the warnings above); remove them to start from scratch");
+  return std::nullopt;
+}
+
+}  // namespace paisoar::checkpoint
