@@ -25,6 +25,7 @@
 #include "paisoar/profiler.h"
 #include "src/train/optimizer_factory.h"
 #include "src/train/range_view.h"
+#include "src/train/trainer_checkpoint.h"
 
 namespace paisoar::train {
 namespace {
@@ -124,12 +125,6 @@ TrainResult Trainer::fit(const TrainTask& task) {
   const auto params = task.model->parameters();
   const auto device = params.empty() ? c10::DeviceType::CPU : params[0].device().type();
 
-  ddp::DdpOptions ddp_options;
-  ddp_options.bucket_cap_mb = c.distributed.bucket_cap_mb;
-  ddp_options.overlap = c.distributed.overlap;
-  ddp_options.compression.type = ddp::parse_compression(c.distributed.compression);
-  ddp::GradientReducer reducer(task.model, comm_, ddp_options);
-
   const int64_t accumulation = c.train.grad_accumulation;
   data::DataLoaderOptions loader_options;
   loader_options.batch_size = c.train.batch_size / world / accumulation;
@@ -163,6 +158,36 @@ TrainResult Trainer::fit(const TrainTask& task) {
   scaler_options.init_scale = c.amp.init_scale;
   scaler_options.growth_interval = c.amp.growth_interval;
   amp::GradScaler scaler(scaler_options, comm_);
+
+  // Resume before the reducer exists: it then broadcasts the restored weights.
+  checkpoint::CheckpointOptions checkpoint_options;
+  checkpoint_options.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
+  checkpoint_options.every_steps = c.checkpoint.every_steps;
+  checkpoint_options.keep_last = c.checkpoint.keep_last;
+  checkpoint_options.rank = static_cast<int>(rank);
+  checkpoint::CheckpointManager checkpoints(checkpoint_options);
+  const TrainerState state{task.model.get(), optimizer.get(), &schedule, &scaler};
+  TrainResult result;
+  int64_t step = 0;
+  data::LoaderPosition position;
+  if (c.checkpoint.resume) {
+    if (auto point = restore_trainer_state(checkpoints, state)) {
+      step = point->step;
+      position = point->loader;
+      result.resumed_from = point->path;
+      if (lead) {
+        std::printf("resumed from %s at step %lld\n", point->path.c_str(), static_cast<long long>(step));
+      }
+    }
+  }
+  const std::string config_text = dump_config(c);
+  int64_t saved_step = step;
+
+  ddp::DdpOptions ddp_options;
+  ddp_options.bucket_cap_mb = c.distributed.bucket_cap_mb;
+  ddp_options.overlap = c.distributed.overlap;
+  ddp_options.compression.type = ddp::parse_compression(c.distributed.compression);
+  ddp::GradientReducer reducer(task.model, comm_, ddp_options);
   amp::FiniteLossCheckOptions finite_options;
   finite_options.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
   amp::FiniteLossCheck finite_loss(finite_options, comm_);
@@ -196,16 +221,16 @@ TrainResult Trainer::fit(const TrainTask& task) {
     std::fflush(stdout);
   }
 
-  TrainResult result;
-  int64_t step = 0;
+  const int64_t first_step = step;
   double train_seconds = 0;
   const auto start = Clock::now();
-  for (int64_t epoch = 0; epoch < c.train.epochs && step < total_steps; ++epoch) {
-    loader.start_epoch(epoch);
+  for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
+    const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
+    loader.start_epoch(epoch, first_batch);
     double loss_sum = 0, wait_sum = 0;
     int64_t epoch_steps = 0;
     const auto epoch_start = Clock::now();
-    for (int64_t i = 0; i < steps_per_epoch && step < total_steps; ++i) {
+    for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
       prof.begin_step(step);
       optimizer->zero_grad();
       double step_loss = 0;
@@ -251,6 +276,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
       ++step;
       ++epoch_steps;
       loss_sum += step_loss;
+      if (checkpoints.due(step)) {
+        save_trainer_state(checkpoints, state, step, loader.position(), config_text);
+        saved_step = step;
+      }
+      if (task.on_step) task.on_step(step);
       if (lead && (step % c.train.log_every == 0 || step == total_steps || i + 1 == steps_per_epoch)) {
         const double elapsed = seconds_since(epoch_start);
         const double ms_per_step = 1e3 * elapsed / epoch_steps;
@@ -289,10 +319,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
       metrics.write({{"epoch", epoch}, {"step", step}, {"accuracy", result.accuracy}, {"seconds", at}});
     }
   }
-  result.steps = step;
+  if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
+  result.steps = step - first_step;
   result.global_step = step;
   result.seconds = seconds_since(start);
-  if (c.profiler.enabled && step > 0) {
+  if (c.profiler.enabled && result.steps > 0) {
     // Every rank takes part in the gather; rank 0 judges and prints.
     const auto summary = prof.summary();
     auto run = profiler::measurements_from(summary);
@@ -305,10 +336,10 @@ TrainResult Trainer::fit(const TrainTask& task) {
       std::fflush(stdout);
     }
   }
-  result.samples_per_s = train_seconds > 0 ? c.train.batch_size * step / train_seconds : 0;
+  result.samples_per_s = train_seconds > 0 ? c.train.batch_size * result.steps / train_seconds : 0;
   if (lead) {
-    std::printf("done: %lld steps in %.1f s, %.0f samples/s", static_cast<long long>(step), result.seconds,
-                result.samples_per_s);
+    std::printf("done: %lld steps in %.1f s, %.0f samples/s", static_cast<long long>(result.steps),
+                result.seconds, result.samples_per_s);
     if (result.accuracy >= 0) std::printf(", test accuracy %.2f%%", result.accuracy);
     if (c.eval.target_accuracy > 0) {
       if (result.time_to_target_s >= 0) {

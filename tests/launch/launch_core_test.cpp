@@ -45,6 +45,7 @@ TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
                              "--omp_num_threads", "1", "--", PAISOAR_BIN, "train", "--set",
                              "amp.dtype=fp32", "--set", "data.train_limit=1280", "--set",
                              "data.eval_limit=200", "--set", "train.log_every=10", "--set",
+                             "checkpoint.resume=false", "--set",
                              "run_dir=" + ::testing::TempDir() + "paisoar_main_job"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[rank0]: epoch 0: test accuracy"), std::string::npos) << r.out << r.err;

@@ -11,7 +11,8 @@
 // compression hook), autocast and loss scaling, gradient accumulation, the
 // optimizer with the linear scaling rule, warmup and decay, clipping, a
 // non-finite loss check, the prefetching loader with distributed sampling,
-// evaluation, progress lines on rank 0 and metrics as JSON lines.
+// evaluation, checkpoints with automatic resume, the profiler and its advice,
+// progress lines on rank 0 and metrics as JSON lines.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -19,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "paisoar/data/dataset.h"
 #include "paisoar/train/train_config.h"
@@ -36,6 +38,9 @@ struct TrainTask {
   std::shared_ptr<const data::Dataset> eval_data;  // may be null: no evaluation
   // (logits, labels) -> scalar loss; default cross entropy.
   std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;
+  // Called on every rank after each optimizer step (and its checkpoint) with
+  // the global step number; may throw to stop the run (tests use it to crash).
+  std::function<void(int64_t step)> on_step;
 
   // A task for a ModuleHolder (`MyNet net;`) whose forward takes one tensor.
   template <typename Holder>
@@ -53,6 +58,7 @@ struct TrainTask {
 struct TrainResult {
   int64_t steps = 0;             // optimizer steps taken in this run (after any resume)
   int64_t global_step = 0;       // including the steps before a resume
+  std::string resumed_from;      // the checkpoint this run started from ("": none)
   double seconds = 0;
   double samples_per_s = 0;      // global, over this run's training time
   double final_loss = 0;         // mean of the last epoch's losses (this rank)

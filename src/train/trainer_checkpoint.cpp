@@ -1,0 +1,65 @@
+// Trainer checkpoints: the checkpoint subsystem's model/optimizer/RNG state
+// plus "schedule.*" and "scaler.*" tensors and "train.*" metadata.
+#include "src/train/trainer_checkpoint.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "paisoar/checkpoint/training_state.h"
+
+namespace paisoar::train {
+namespace {
+
+void add_prefixed(checkpoint::TensorMap& out, const std::string& prefix,
+                  const std::map<std::string, torch::Tensor>& state) {
+  for (const auto& [key, value] : state) out[prefix + key] = value;
+}
+
+std::map<std::string, torch::Tensor> take_prefixed(const checkpoint::TensorMap& in, const std::string& prefix) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [key, value] : in) {
+    if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
+  }
+  return out;
+}
+
+int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
+  const auto it = c.metadata.find(key);
+  if (it == c.metadata.end()) {
+    throw std::runtime_error(c.source + " has no '" + key +
+                             "': it was not written by paisoar's Trainer; point checkpoint.dir elsewhere");
+  }
+  return std::stoll(it->second);
+}
+
+}  // namespace
+
+void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state,
+                        int64_t step, const data::LoaderPosition& loader, const std::string& config_text) {
+  checkpoint::Metadata metadata = {{"train.step", std::to_string(step)},
+                                   {"train.loader_epoch", std::to_string(loader.epoch)},
+                                   {"train.loader_batch", std::to_string(loader.batch)},
+                                   {"train.config", config_text}};
+  auto c = checkpoint::capture_training_state({state.model, state.optimizer, true}, std::move(metadata));
+  add_prefixed(c.tensors, "schedule.", state.schedule->state_dict());
+  add_prefixed(c.tensors, "scaler.", state.scaler->state_dict());
+  manager.save(step, c);
+}
+
+std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
+                                                 const TrainerState& state) {
+  auto loaded = manager.load_latest();
+  if (!loaded) return std::nullopt;
+  const auto& c = loaded->checkpoint;
+  ResumePoint point;
+  point.step = metadata_int(c, "train.step");
+  point.loader = {metadata_int(c, "train.loader_epoch"), metadata_int(c, "train.loader_batch")};
+  point.path = c.source;
+  checkpoint::restore_training_state({state.model, state.optimizer, true}, c);
+  state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
+  state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
+  return point;
+}
+
+}  // namespace paisoar::train
