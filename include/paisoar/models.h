@@ -1,6 +1,8 @@
-// paisoar's reference models: a small CNN for 28x28 images and torchvision's
-// ResNet-18, for the benchmarks, the tests and users' first runs.
+// paisoar's reference models, for the benchmarks, the tests and users' first
+// runs: an MLP and a small CNN for 28x28 images, and torchvision's
+// ResNet-18/34/50.
 #pragma once
 
 #include "paisoar/models/fashion_cnn.h"
+#include "paisoar/models/mlp.h"
 #include "paisoar/models/resnet.h"
