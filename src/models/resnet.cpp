@@ -1,5 +1,6 @@
-// models::ResNet: BasicBlock and the network, built and initialised in
-// torchvision's order so names, shapes and the seeded weights agree.
+// models::ResNet: BasicBlock, Bottleneck and the network, built and
+// initialised in torchvision's order so names, shapes and the seeded weights
+// agree.
 #include "paisoar/models/resnet.h"
 
 #include <torch/nn/functional/pooling.h>
@@ -18,15 +19,19 @@ torch::nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) 
       torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
+// The 1x1 conv + bn projecting a block's input to its output when the stride
+// or the width changes; null (the identity) otherwise. torchvision builds it
+// before the block (in _make_layer) and the block registers it last: the same
+// order of random draws and of state_dict keys.
+torch::nn::Sequential make_shortcut(int64_t in_planes, int64_t out_planes, int64_t stride) {
+  if (stride == 1 && in_planes == out_planes) return nullptr;
+  return torch::nn::Sequential(conv(in_planes, out_planes, 1, stride), torch::nn::BatchNorm2d(out_planes));
+}
+
 }  // namespace
 
 BasicBlockImpl::BasicBlockImpl(int64_t in_planes, int64_t planes, int64_t stride) {
-  // torchvision builds the downsample before the block (in _make_layer) and
-  // registers it last: the same order of random draws and of state_dict keys.
-  torch::nn::Sequential shortcut{nullptr};
-  if (stride != 1 || in_planes != planes) {
-    shortcut = torch::nn::Sequential(conv(in_planes, planes, 1, stride), torch::nn::BatchNorm2d(planes));
-  }
+  auto shortcut = make_shortcut(in_planes, planes * kExpansion, stride);
   conv1 = register_module("conv1", conv(in_planes, planes, 3, stride));
   bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
   conv2 = register_module("conv2", conv(planes, planes, 3, 1));
@@ -37,6 +42,25 @@ BasicBlockImpl::BasicBlockImpl(int64_t in_planes, int64_t planes, int64_t stride
 torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
   auto out = torch::relu(bn1(conv1(x)));
   out = bn2(conv2(out));
+  out += downsample ? downsample->forward(x) : x;
+  return torch::relu(out);
+}
+
+BottleneckImpl::BottleneckImpl(int64_t in_planes, int64_t planes, int64_t stride) {
+  auto shortcut = make_shortcut(in_planes, planes * kExpansion, stride);
+  conv1 = register_module("conv1", conv(in_planes, planes, 1, 1));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+  conv2 = register_module("conv2", conv(planes, planes, 3, stride));
+  bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+  conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1));
+  bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
+  if (shortcut) downsample = register_module("downsample", shortcut);
+}
+
+torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
+  auto out = torch::relu(bn1(conv1(x)));
+  out = torch::relu(bn2(conv2(out)));
+  out = bn3(conv3(out));
   out += downsample ? downsample->forward(x) : x;
   return torch::relu(out);
 }
@@ -56,7 +80,7 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
   layer2 = register_module("layer2", make_layer(128, options.blocks[1], 2));
   layer3 = register_module("layer3", make_layer(256, options.blocks[2], 2));
   layer4 = register_module("layer4", make_layer(512, options.blocks[3], 2));
-  fc = register_module("fc", torch::nn::Linear(512, options.num_classes));
+  fc = register_module("fc", torch::nn::Linear(in_planes_, options.num_classes));
 
   // torchvision's loop over self.modules(): depth-first, parents first.
   torch::NoGradGuard no_grad;
@@ -70,16 +94,24 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
   }
   if (options.zero_init_residual) {
     for (auto& m : modules(/*include_self=*/false)) {
-      if (auto* block = m->as<BasicBlock>()) torch::nn::init::zeros_(block->bn2->weight);
+      if (auto* basic = m->as<BasicBlock>()) torch::nn::init::zeros_(basic->bn2->weight);
+      if (auto* bottleneck = m->as<Bottleneck>()) torch::nn::init::zeros_(bottleneck->bn3->weight);
     }
   }
 }
 
 torch::nn::Sequential ResNetImpl::make_layer(int64_t planes, int64_t blocks, int64_t stride) {
   torch::nn::Sequential layer;
-  layer->push_back(BasicBlock(in_planes_, planes, stride));
-  in_planes_ = planes;
-  for (int64_t i = 1; i < blocks; ++i) layer->push_back(BasicBlock(in_planes_, planes, 1));
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int64_t s = i == 0 ? stride : 1;  // only a layer's first block strides
+    if (options_.block == ResNetBlock::kBottleneck) {
+      layer->push_back(Bottleneck(in_planes_, planes, s));
+      in_planes_ = planes * BottleneckImpl::kExpansion;
+    } else {
+      layer->push_back(BasicBlock(in_planes_, planes, s));
+      in_planes_ = planes * BasicBlockImpl::kExpansion;
+    }
+  }
   return layer;
 }
 
@@ -95,6 +127,14 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
 
 ResNet resnet18(int64_t num_classes) {
   ResNetOptions options;
+  options.num_classes = num_classes;
+  return ResNet(options);
+}
+
+ResNet resnet50(int64_t num_classes) {
+  ResNetOptions options;
+  options.blocks = {3, 4, 6, 3};
+  options.block = ResNetBlock::kBottleneck;
   options.num_classes = num_classes;
   return ResNet(options);
 }

@@ -4,23 +4,14 @@
 #include <torch/torch.h>
 
 #include "paisoar/models/fashion_cnn.h"
+#include "tests/models/module_stats.h"
 
 using paisoar::models::FashionCnn;
 using paisoar::models::FashionCnnOptions;
+using paisoar::models::testing::count_parameters;
+using paisoar::models::testing::parameter_names;
 
 namespace {
-
-int64_t count_parameters(torch::nn::Module& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
-
-std::vector<std::string> parameter_names(torch::nn::Module& m) {
-  std::vector<std::string> names;
-  for (const auto& p : m.named_parameters()) names.push_back(p.key());
-  return names;
-}
 
 TEST(FashionCnn, PlainVariant) {
   FashionCnn model;

@@ -1,31 +1,23 @@
-// models::ResNet: ResNet-18 has torchvision's parameter count, state_dict keys
-// and shapes, output shapes for several input sizes, and torchvision's init.
+// models::ResNet: ResNet-18 and ResNet-50 have torchvision's parameter counts,
+// state_dict keys and shapes, output shapes for several input sizes, and
+// torchvision's init (zero_init_residual included).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <map>
 
 #include "paisoar/models/resnet.h"
+#include "tests/models/module_stats.h"
 
 using paisoar::models::ResNet;
 using paisoar::models::resnet18;
+using paisoar::models::resnet50;
+using paisoar::models::ResNetBlock;
 using paisoar::models::ResNetOptions;
+using paisoar::models::testing::count_parameters;
+using paisoar::models::testing::state_dict;
 
 namespace {
-
-int64_t count_parameters(torch::nn::Module& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
-
-// torchvision's state_dict: parameters and buffers by dotted name.
-std::map<std::string, torch::Tensor> state_dict(torch::nn::Module& m) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& p : m.named_parameters()) out[p.key()] = p.value();
-  for (const auto& b : m.named_buffers()) out[b.key()] = b.value();
-  return out;
-}
 
 TEST(ResNet18, ParameterCountIsTorchvisions) {
   auto imagenet = resnet18();
@@ -123,6 +115,78 @@ TEST(ResNet, OtherDepthsAndBadOptions) {
   ResNetOptions bad;
   bad.blocks = {2, 0, 2, 2};
   EXPECT_THROW(ResNet{bad}, std::invalid_argument);
+}
+
+TEST(ResNet50, ParameterCountIsTorchvisions) {
+  EXPECT_EQ(count_parameters(*resnet50()), 25557032);  // torchvision.models.resnet50()
+  EXPECT_EQ(count_parameters(*resnet50(10)), 25557032 - 990 * 2048 - 990);  // fc 2048x10 + 10
+}
+
+TEST(ResNet50, StateDictKeysAndShapesAreTorchvisions) {
+  auto model = resnet50();
+  auto sd = state_dict(*model);
+  // 161 parameters; 53 BatchNorms with three buffers each.
+  EXPECT_EQ(model->named_parameters().size(), 161u);
+  EXPECT_EQ(sd.size(), 320u);
+  const std::map<std::string, std::vector<int64_t>> expected = {
+      {"conv1.weight", {64, 3, 7, 7}},
+      {"layer1.0.conv1.weight", {64, 64, 1, 1}},
+      {"layer1.0.conv3.weight", {256, 64, 1, 1}},
+      {"layer1.0.bn3.weight", {256}},
+      {"layer1.0.downsample.0.weight", {256, 64, 1, 1}},  // width changes, stride does not
+      {"layer2.0.conv2.weight", {128, 128, 3, 3}},
+      {"layer2.0.downsample.0.weight", {512, 256, 1, 1}},
+      {"layer3.5.conv1.weight", {256, 1024, 1, 1}},
+      {"layer4.2.conv3.weight", {2048, 512, 1, 1}},
+      {"layer4.2.bn3.running_var", {2048}},
+      {"fc.weight", {1000, 2048}},
+  };
+  for (const auto& [key, shape] : expected) {
+    ASSERT_TRUE(sd.count(key)) << key << " is missing";
+    EXPECT_EQ(sd[key].sizes().vec(), shape) << key;
+  }
+  EXPECT_FALSE(sd.count("layer1.1.downsample.0.weight"));
+  EXPECT_FALSE(sd.count("layer3.6.conv1.weight"));  // {3, 4, 6, 3} blocks
+  std::vector<std::string> block;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().rfind("layer1.0.", 0) == 0) block.push_back(p.key());
+  }
+  EXPECT_EQ(block, (std::vector<std::string>{
+                       "layer1.0.conv1.weight", "layer1.0.bn1.weight", "layer1.0.bn1.bias", "layer1.0.conv2.weight",
+                       "layer1.0.bn2.weight", "layer1.0.bn2.bias", "layer1.0.conv3.weight", "layer1.0.bn3.weight",
+                       "layer1.0.bn3.bias", "layer1.0.downsample.0.weight", "layer1.0.downsample.1.weight",
+                       "layer1.0.downsample.1.bias"}));
+}
+
+TEST(ResNet50, OutputShapesAndStride) {
+  torch::NoGradGuard no_grad;
+  auto model = resnet50(10);
+  model->eval();
+  EXPECT_EQ(model->forward(torch::randn({2, 3, 64, 64})).sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_EQ(model->forward(torch::randn({1, 3, 32, 48})).sizes().vec(), (std::vector<int64_t>{1, 10}));
+  // ResNet v1.5: a stage's first Bottleneck strides in its 3x3 conv, not the 1x1.
+  auto* first = model->layer2[0]->as<paisoar::models::Bottleneck>();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->conv1->options.stride()->at(0), 1);
+  EXPECT_EQ(first->conv2->options.stride()->at(0), 2);
+  auto features = model->layer1->forward(torch::randn({1, 64, 16, 16}));
+  EXPECT_EQ(features.sizes().vec(), (std::vector<int64_t>{1, 256, 16, 16}));
+}
+
+TEST(ResNet50, ZeroInitResidualZeroesEachBottlenecksLastNorm) {
+  ResNetOptions options;
+  options.blocks = {3, 4, 6, 3};
+  options.block = ResNetBlock::kBottleneck;
+  auto plain = state_dict(*ResNet(options));
+  EXPECT_TRUE(torch::equal(plain["layer3.2.bn3.weight"], torch::ones({1024})));
+  options.zero_init_residual = true;
+  auto zeroed = state_dict(*ResNet(options));
+  for (const auto& [key, value] : zeroed) {
+    const bool last_norm = key.size() > 11 && key.compare(key.size() - 11, 11, ".bn3.weight") == 0;
+    if (last_norm) EXPECT_TRUE(torch::equal(value, torch::zeros_like(value))) << key;
+  }
+  EXPECT_TRUE(torch::equal(zeroed["layer3.2.bn2.weight"], torch::ones({256})));
+  EXPECT_TRUE(torch::equal(zeroed["layer3.0.downsample.1.weight"], torch::ones({1024})));
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+// models::Mlp: layer construction, option checks and the forward pass.
+#include "paisoar/models/mlp.h"
+
+#include <torch/nn/functional/dropout.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace paisoar::models {
+
+MlpImpl::MlpImpl(const MlpOptions& options) : options_(options) {
+  if (options.in_features < 1 || options.num_classes < 1) {
+    throw std::invalid_argument("Mlp: in_features (" + std::to_string(options.in_features) + ") and num_classes (" +
+                                std::to_string(options.num_classes) + ") must be at least 1");
+  }
+  if (options.dropout < 0.0 || options.dropout >= 1.0) {
+    throw std::invalid_argument("Mlp: dropout is " + std::to_string(options.dropout) + "; give a value in [0, 1)");
+  }
+  hidden = register_module("hidden", torch::nn::ModuleList());
+  int64_t width = options.in_features;
+  for (int64_t h : options.hidden) {
+    if (h < 1) throw std::invalid_argument("Mlp: every hidden width must be at least 1, got " + std::to_string(h));
+    hidden->push_back(torch::nn::Linear(width, h));
+    width = h;
+  }
+  head = register_module("head", torch::nn::Linear(width, options.num_classes));
+}
+
+torch::Tensor MlpImpl::forward(torch::Tensor x) {
+  int64_t per_sample = 1;
+  for (int64_t d = 1; d < x.dim(); ++d) per_sample *= x.size(d);
+  TORCH_CHECK(x.dim() >= 2 && per_sample == options_.in_features, "Mlp takes N x ... inputs of ",
+              options_.in_features, " features per sample, got ", x.sizes(),
+              "; set MlpOptions::in_features to the per-sample size");
+  x = x.flatten(1);
+  for (const auto& layer : *hidden) {
+    x = torch::relu(layer->as<torch::nn::Linear>()->forward(x));
+    if (options_.dropout > 0.0) x = torch::dropout(x, options_.dropout, is_training());
+  }
+  return head(x);
+}
+
+}  // namespace paisoar::models
