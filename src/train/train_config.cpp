@@ -8,7 +8,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("seed", &c.seed, "seeds the model, the data order and augmentation");
   s.bind("run_dir", &c.run_dir, "metrics.jsonl, traces and checkpoints go here");
   s.bind("model.name", &c.model.name, "the reference model",
-         {"fashion_cnn", "fashion_cnn_bn", "resnet18"});
+         {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16"});
   s.bind("model.num_classes", &c.model.num_classes, "");
   s.bind("data.format", &c.data.format, "idx files, an image folder, or record shards",
          {"idx", "folder", "shards"});

@@ -96,12 +96,22 @@ TrainTask make_task(const TrainConfig& config) {
     o.num_classes = classes;
     return TrainTask::of(models::FashionCnn(o), d.train, d.eval);
   }
-  if (name == "resnet18") {
-    if (d.channels != 3) {
-      throw ConfigError("model.name: resnet18 takes RGB images (data.format: folder or shards); "
-                        "use fashion_cnn for Fashion-MNIST");
+  if (name == "mlp") {
+    if (d.channels != 1) {
+      throw ConfigError("model.name: mlp takes 1x28x28 images (data.format: idx)");
     }
-    return TrainTask::of(models::resnet18(classes), d.train, d.eval);
+    models::MlpOptions o;
+    o.num_classes = classes;
+    return TrainTask::of(models::Mlp(o), d.train, d.eval);
+  }
+  if (name == "resnet18" || name == "resnet50" || name == "vgg16") {
+    if (d.channels != 3) {
+      throw ConfigError("model.name: " + name + " takes RGB images (data.format: folder or shards); "
+                        "use fashion_cnn or mlp for Fashion-MNIST");
+    }
+    if (name == "resnet18") return TrainTask::of(models::resnet18(classes), d.train, d.eval);
+    if (name == "resnet50") return TrainTask::of(models::resnet50(classes), d.train, d.eval);
+    return TrainTask::of(models::vgg16(classes), d.train, d.eval);
   }
   throw ConfigError("model.name: '" + name + "' is not a reference model");
 }

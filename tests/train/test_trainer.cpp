@@ -148,6 +148,19 @@ TEST(Trainer, ResumeAfterACrashEndsBitForBitLikeAnUninterruptedRun) {
   }
 }
 
+TEST(Trainer, TrainsTheMlpFromTheZoo) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto c = small_config();
+  c.model.name = "mlp";
+  c.optimizer.name = "adamw";
+  c.optimizer.lr = 0.002;
+  const auto result = train_with(c, 2).second;
+  EXPECT_EQ(result.steps, 10);
+  EXPECT_GT(result.accuracy, 50.0);
+  c.model.name = "resnet18";
+  expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"model.name", "RGB images"});
+}
+
 TEST(Trainer, RefusesWhatTheMachineCannotRun) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = small_config();

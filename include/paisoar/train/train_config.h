@@ -13,7 +13,7 @@
 namespace paisoar::train {
 
 struct ModelConfig {
-  std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, resnet18
+  std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, mlp, resnet18, resnet50, vgg16
   int64_t num_classes = 10;
 };
 
