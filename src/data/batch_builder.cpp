@@ -78,8 +78,12 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
     indices.push_back(index);
   }
   const auto kept = static_cast<int64_t>(labels.size());
-  if (!batch.data.defined()) batch.data = torch::empty({0});
-  else if (kept < request.count) batch.data = batch.data.narrow(0, 0, kept);
+  if (!batch.data.defined()) {
+    throw DataError("every sample of batch " + std::to_string(request.batch) + " (epoch " +
+                    std::to_string(request.epoch) + ") is bad, the first " +
+                    dataset.describe(request.indices[0]) + "; the data set looks broken, not one file");
+  }
+  if (kept < request.count) batch.data = batch.data.narrow(0, 0, kept);
   batch.labels = torch::tensor(labels, torch::kLong);
   batch.indices = torch::tensor(indices, torch::kLong);
   return batch;

@@ -115,8 +115,19 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   e->next_claim = e->next_deliver = first_batch;
   e->window = std::max<int64_t>(1, options_.workers) * options_.prefetch_factor;
   Epoch* ep = e.get();
+  epoch_ = std::move(e);  // owned before any worker starts, so stop_epoch() can join them
+  started_ = true;
+  try {
+    start_workers(ep);
+  } catch (...) {
+    stop_epoch();
+    throw;
+  }
+}
+
+void DataLoader::start_workers(Epoch* ep) {
   for (int64_t w = 0; w < options_.workers; ++w) {
-    e->workers.emplace_back([this, ep] {
+    ep->workers.emplace_back([this, ep] {
       std::unique_lock<std::mutex> lock(ep->mutex);
       for (;;) {
         ep->worker_cv.wait(lock, [ep] {
@@ -138,11 +149,16 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
       }
     });
   }
-  epoch_ = std::move(e);
 }
 
 std::optional<Batch> DataLoader::next() {
-  if (!epoch_) start_epoch(0);
+  if (!epoch_) {
+    if (started_) {
+      throw std::logic_error("DataLoader::next: the epoch stopped on an error; call start_epoch() "
+                             "or set_position(position()) to go on");
+    }
+    start_epoch(0);
+  }
   Epoch& e = *epoch_;
   const auto t0 = std::chrono::steady_clock::now();
   Epoch::Result result;

@@ -252,6 +252,10 @@ std::vector<uint8_t> jpeg_encode(const Image& image, int quality) {
     jpeg_finish_compress(&cinfo);
   };
   if (!run_guarded(c.err.jump, encode)) {
+    // After the memory destination grew its buffer, c.buffer may point to
+    // memory libjpeg already freed (it is updated only at the end): leak
+    // rather than free it twice.
+    c.buffer = nullptr;
     throw std::runtime_error(std::string("encode_jpeg failed (libjpeg: ") + c.err.message + ")");
   }
   return std::vector<uint8_t>(c.buffer, c.buffer + c.buffer_size);

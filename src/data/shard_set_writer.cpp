@@ -74,7 +74,7 @@ ConvertResult write_shard_set(const std::string& out_dir, int64_t count, std::ve
     for (int64_t t = 1; t < nthreads; ++t) threads.emplace_back(work);
   } catch (...) {  // no thread to start: stop those started, join, report
     std::lock_guard<std::mutex> lock(error_mutex);
-    first_error = std::current_exception();
+    if (!first_error) first_error = std::current_exception();
     stop = true;
   }
   work();  // the calling thread is worker 0

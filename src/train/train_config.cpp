@@ -20,6 +20,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("data.prefetch_factor", &c.data.prefetch_factor, "batches in flight per worker");
   s.bind("data.augment", &c.data.augment, "random affine (idx) or crop + flip (images)");
   s.bind("data.image_size", &c.data.image_size, "folder/shards: crop side");
+  s.bind("data.on_error", &c.data.on_error, "a bad sample stops the run, or is dropped and counted",
+         {"raise", "skip"});
   s.bind("train.epochs", &c.train.epochs, "");
   s.bind("train.max_steps", &c.train.max_steps, "stop after N optimizer steps (0: epochs decide)");
   s.bind("train.batch_size", &c.train.batch_size, "global batch, split over the ranks");
@@ -36,7 +38,6 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("amp.dtype", &c.amp.dtype, "autocast precision", {"bf16", "fp16", "fp32"});
   s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
   s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
-  s.bind("amp.precision_policy", &c.amp.precision_policy, "YAML: fp32: [module globs]");
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
   s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "");
   s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",

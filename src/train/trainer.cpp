@@ -94,7 +94,13 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers
     double correct = 0;
     while (auto batch = loader.next()) {
       amp::autocast guard(autocast_options);
-      correct += task.forward(batch->data).argmax(1).eq(batch->labels).sum().item<double>();
+      const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
+                                                             : task.model->parameters()[0].device();
+      correct += task.forward(batch->data.to(device))
+                     .argmax(1)
+                     .eq(batch->labels.to(device))
+                     .sum()
+                     .item<double>();
     }
     task.model->train();
     counts[0] = correct;
@@ -123,7 +129,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
     return torch::cross_entropy_loss(out, y);
   };
   const auto params = task.model->parameters();
-  const auto device = params.empty() ? c10::DeviceType::CPU : params[0].device().type();
+  const torch::Device model_device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  const auto device = model_device.type();
 
   const int64_t accumulation = c.train.grad_accumulation;
   data::DataLoaderOptions loader_options;
@@ -134,6 +141,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
   loader_options.world_size = world;
   loader_options.seed = static_cast<uint64_t>(c.seed);
   loader_options.drop_last = true;  // whole optimizer steps only
+  loader_options.on_error = c.data.on_error == "skip" ? data::OnError::Skip : data::OnError::Raise;
+  loader_options.pin_memory = device == c10::DeviceType::CUDA;
   data::DataLoader loader(task.train_data, loader_options);
   const int64_t steps_per_epoch = loader.batches_per_epoch() / accumulation;
   if (steps_per_epoch < 1) {
@@ -175,10 +184,26 @@ TrainResult Trainer::fit(const TrainTask& task) {
       step = point->step;
       position = point->loader;
       result.resumed_from = point->path;
+      if (position.batch % accumulation != 0) {
+        throw ConfigError("train.grad_accumulation: " + point->path + " stopped at micro-batch " +
+                          std::to_string(position.batch) + ", not a step boundary for " +
+                          std::to_string(accumulation) +
+                          " micro-batches; resume with the accumulation it was made with");
+      }
       if (lead) {
         std::printf("resumed from %s at step %lld\n", point->path.c_str(), static_cast<long long>(step));
       }
     }
+  }
+  // Every rank must resume from the same step (a node without the checkpoint
+  // directory would start over and the ranks' collectives would not pair up).
+  auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
+  comm_->allreduce(steps, comm::ReduceOp::Max).wait();
+  if (steps[0].item<double>() != -steps[1].item<double>()) {
+    throw std::runtime_error("ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
+                             " to " + std::to_string(steps[0].item<int64_t>()) + "); rank " +
+                             std::to_string(rank) + " is at " + std::to_string(step) +
+                             ": give every node the same checkpoint.dir (a shared file system)");
   }
   const std::string config_text = dump_config(c);
   int64_t saved_step = step;
@@ -234,13 +259,17 @@ TrainResult Trainer::fit(const TrainTask& task) {
       prof.begin_step(step);
       optimizer->zero_grad();
       double step_loss = 0;
+      bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
       for (int64_t micro = 0; micro < accumulation; ++micro) {
         std::optional<data::Batch> batch;
         {
           auto timed = prof.phase(profiler::Phase::DataWait);
           batch = loader.next();
         }
+        if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
         wait_sum += batch->wait_s;
+        batch->data = batch->data.to(model_device, /*non_blocking=*/true);
+        batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
         reducer.set_sync(micro + 1 == accumulation);
         torch::Tensor out, loss;
         {
@@ -251,7 +280,10 @@ TrainResult Trainer::fit(const TrainTask& task) {
           loss = loss_fn(out, batch->labels);
         }
         reducer.post_forward({out});
-        if (!finite_loss(loss, step)) continue;
+        if (!finite_loss(loss, step)) {
+          skip = true;  // the rest of the step's micro-batches are dropped with it
+          break;
+        }
         {
           auto timed = prof.phase(profiler::Phase::Backward);
           scaler.scale(loss / static_cast<double>(accumulation)).backward();
@@ -263,12 +295,17 @@ TrainResult Trainer::fit(const TrainTask& task) {
       profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
       {
         auto timed = prof.phase(profiler::Phase::Optimizer);
-        if (c.optimizer.clip_grad_norm > 0) {
-          scaler.unscale_(*optimizer);
-          optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+        if (skip) {
+          optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
+          ++skipped_steps;
+        } else {
+          if (c.optimizer.clip_grad_norm > 0) {
+            scaler.unscale_(*optimizer);
+            optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+          }
+          if (!scaler.step(*optimizer)) ++skipped_steps;
+          scaler.update();
         }
-        if (!scaler.step(*optimizer)) ++skipped_steps;
-        scaler.update();
         schedule.step();
       }
       if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());

@@ -155,6 +155,8 @@ TEST(DataLoader, BadSampleRaisesNamingItAndStopsCleanly) {
     DataLoader loader(ds, options(8, workers));
     loader.start_epoch(0);
     expect_error_of<DataError>([&] { while (loader.next()) {} }, {"counting record 37", "corrupt"});
+    // next() does not silently start over at epoch 0.
+    EXPECT_THROW(loader.next(), std::logic_error);
     // The loader is usable afterwards (a new epoch starts fresh workers).
     ds->bad.clear();
     EXPECT_EQ(whole_epoch(loader, 1).size(), 8u);
@@ -176,6 +178,11 @@ TEST(DataLoader, SkipDropsAndCountsBadSamples) {
   EXPECT_EQ(batches[0].skipped, 1);
   EXPECT_EQ(batches[1].skipped, 2);
   EXPECT_EQ(loader.stats().skipped, 3);
+  // A batch with no good sample at all is an error, not an empty batch.
+  ds->bad = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  loader.start_epoch(0);
+  loader.next();
+  expect_error_of<DataError>([&] { loader.next(); }, {"every sample of batch 1", "counting record 10"});
 }
 
 TEST(DataLoader, LabelOutOfRangeShapeMismatchAndForeignErrors) {

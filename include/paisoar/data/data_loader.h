@@ -78,9 +78,10 @@ class DataLoader {
   // Starts (or restarts) `epoch` at batch `first_batch`; the batches before it
   // are not loaded. Workers begin prefetching at once.
   void start_epoch(int64_t epoch, int64_t first_batch = 0);
-  // The next batch of the current epoch (starting epoch 0 if none was
+  // The next batch of the current epoch (starting epoch 0 if none was ever
   // started), or nullopt when the epoch is over. Rethrows a worker's error
-  // (after stopping the workers); the loader can then be restarted.
+  // (after stopping the workers); then start_epoch() or set_position()
+  // continues, and next() without one throws std::logic_error.
   std::optional<Batch> next();
 
   LoaderPosition position() const;
@@ -94,12 +95,14 @@ class DataLoader {
  private:
   struct Epoch;
   void stop_epoch();
+  void start_workers(Epoch* epoch);
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   DistributedSampler sampler_;
   std::unique_ptr<Epoch> epoch_;  // owned by the consumer thread; workers see it through its lock
   LoaderPosition failed_at_;      // position() while no epoch runs (never started, or after an error)
+  bool started_ = false;          // an epoch was started (next() then never starts epoch 0 by itself)
   LoaderStats stats_;
 };
 

@@ -27,6 +27,7 @@ struct DataConfig {
   int64_t prefetch_factor = 2;
   bool augment = false;        // idx: RandomAffine; images: RandomResizedCrop + flip
   int64_t image_size = 224;    // folder/shards: the crop side
+  std::string on_error = "raise";  // a bad sample: raise (stop the run) or skip (drop, count)
 };
 
 struct LoopConfig {
@@ -55,7 +56,6 @@ struct AmpConfig {
   std::string dtype = "bf16";      // bf16 (autocast), fp16 (autocast + loss scaling), fp32
   double init_scale = 65536.0;     // fp16 loss scaling
   int64_t growth_interval = 2000;
-  std::string precision_policy;    // YAML, e.g. "fp32: [head]" (amp/precision.h)
   bool skip_nonfinite = false;     // skip a step with a non-finite loss instead of stopping
 };
 
