@@ -61,13 +61,8 @@ nlohmann::json run(std::vector<std::string> argv, const std::string& who) {
   return result["variants"];
 }
 
-std::vector<std::string> launched(const DdpBenchOptions& o, int nproc, std::vector<std::string> cmd) {
-  const std::string self = self_executable();
-  std::vector<std::string> argv = {self.substr(0, self.rfind('/') + 1) + "paisoar", "launch",
-                                   "--nproc_per_node", std::to_string(nproc), "--master_port", "0",
-                                   "--"};
-  argv.insert(argv.end(), cmd.begin(), cmd.end());
-  return argv;
+std::vector<std::string> launched(const DdpBenchOptions&, int nproc, std::vector<std::string> cmd) {
+  return launch_argv(nproc, cmd);
 }
 
 std::vector<std::string> common_args(const DdpBenchOptions& o, const std::string& model) {

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace paisoar::app {
 
@@ -21,6 +22,7 @@ Command add_bench_amp_command(CLI::App& bench);
 Command add_bench_ddp_command(CLI::App& bench);
 Command add_bench_ddp_worker_command(CLI::App& bench);
 Command add_bench_data_command(CLI::App& bench);
+Command add_bench_ladder_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
 // was not started by a launcher (torchrun, Slurm or Open MPI variables);
@@ -29,5 +31,9 @@ void relaunch_unless_launched(int nproc, int argc, char** argv);
 
 // The absolute path of this program (from /proc/self/exe), to run it again.
 std::string self_executable();
+
+// argv for `paisoar launch --nproc_per_node nproc --master_port 0 -- command...`,
+// with the launcher next to this program.
+std::vector<std::string> launch_argv(int nproc, const std::vector<std::string>& command);
 
 }  // namespace paisoar::app

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   auto bench_ddp = paisoar::app::add_bench_ddp_command(*bench);
   auto bench_ddp_worker = paisoar::app::add_bench_ddp_worker_command(*bench);
   auto bench_data = paisoar::app::add_bench_data_command(*bench);
+  auto bench_ladder = paisoar::app::add_bench_ladder_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (bench->got_subcommand("ddp")) return bench_ddp(argc, argv);
     if (bench->got_subcommand("ddp-worker")) return bench_ddp_worker(argc, argv);
     if (bench->got_subcommand("data")) return bench_data(argc, argv);
+    if (bench->got_subcommand("ladder")) return bench_ladder(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
     return 1;
