@@ -357,6 +357,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
     }
   }
   if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
+  if (task.eval_data && result.accuracy < 0) {
+    // Resumed from a run that had already finished: score what it left.
+    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+    if (lead) std::printf("test accuracy %.2f%% (the checkpoint's training was complete)\n", result.accuracy);
+  }
   result.steps = step - first_step;
   result.global_step = step;
   result.seconds = seconds_since(start);
