@@ -8,6 +8,7 @@
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/shard_dataset.h"
 #include "paisoar/models.h"
+#include "src/train/range_view.h"
 
 namespace paisoar::train {
 namespace {
@@ -40,21 +41,6 @@ std::shared_ptr<const data::Dataset> open_images(const DataConfig& c, const std:
   return std::make_shared<data::ShardDataset>(path, image_pipeline(c, train));
 }
 
-// A view of the first `limit` samples (0: all).
-class Prefix : public data::Dataset {
- public:
-  Prefix(std::shared_ptr<const data::Dataset> base, int64_t limit)
-      : base_(std::move(base)), size_(limit > 0 ? std::min(limit, base_->size()) : base_->size()) {}
-  int64_t size() const override { return size_; }
-  data::Example get(int64_t i, data::SampleRng& rng) const override { return base_->get(i, rng); }
-  int64_t num_classes() const override { return base_->num_classes(); }
-  std::string describe(int64_t i) const override { return base_->describe(i); }
-
- private:
-  std::shared_ptr<const data::Dataset> base_;
-  int64_t size_;
-};
-
 Data open_data(const DataConfig& c, int64_t num_classes) {
   Data d;
   if (c.format == "idx") {
@@ -74,7 +60,9 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
     return d;
   }
   d.channels = 3;
-  d.train = std::make_shared<Prefix>(open_images(c, c.path, true), c.train_limit);
+  auto train = open_images(c, c.path, true);
+  const int64_t n = c.train_limit > 0 ? std::min(c.train_limit, train->size()) : train->size();
+  d.train = std::make_shared<RangeView>(std::move(train), 0, n);
   if (!c.eval_path.empty()) d.eval = open_images(c, c.eval_path, false);
   return d;
 }
