@@ -52,7 +52,9 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");
   s.bind("profiler.op_profile", &c.profiler.op_profile, "LibTorch per-op trace for the window");
   s.bind("eval.every_epochs", &c.eval.every_epochs, "0: only at the end");
-  s.bind("eval.target_accuracy", &c.eval.target_accuracy, "percent; report the time to reach it");
+  s.bind("eval.every_steps", &c.eval.every_steps, "also every N steps (0: off)");
+  s.bind("eval.target_accuracy", &c.eval.target_accuracy,
+         "percent; report the training time to reach it");
   return s;
 }
 
@@ -94,6 +96,7 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.checkpoint.keep_last >= 1, "checkpoint.keep_last", "must be at least 1");
   require(c.profiler.trace_steps >= 1, "profiler.trace_steps", "must be at least 1");
   require(c.eval.every_epochs >= 0, "eval.every_epochs", "must be 0 (end only) or more");
+  require(c.eval.every_steps >= 0, "eval.every_steps", "must be 0 (off) or more");
   require(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 100, "eval.target_accuracy",
           "is a percentage in [0, 100]");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");

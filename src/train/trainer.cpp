@@ -25,6 +25,7 @@
 #include "paisoar/profiler.h"
 #include "src/train/optimizer_factory.h"
 #include "src/train/range_view.h"
+#include "src/train/run_report.h"
 #include "src/train/trainer_checkpoint.h"
 
 namespace paisoar::train {
@@ -54,27 +55,6 @@ amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) 
   }
   return o;
 }
-
-// Rank 0's JSON-lines metrics file: one object per logged step or evaluation.
-class MetricsLog {
- public:
-  MetricsLog(const std::string& run_dir, bool active) {
-    if (!active) return;
-    std::error_code ec;
-    std::filesystem::create_directories(run_dir, ec);
-    out_.open(run_dir + "/metrics.jsonl", std::ios::app);
-    if (!out_) {
-      throw std::runtime_error("cannot write " + run_dir +
-                               "/metrics.jsonl; set run_dir to a writable directory");
-    }
-  }
-  void write(const nlohmann::json& record) {
-    if (out_.is_open()) out_ << record.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::ofstream out_;
-};
 
 // Accuracy (percent) over `eval`, each rank scoring its own contiguous slice.
 double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers,
@@ -177,6 +157,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   checkpoint::CheckpointManager checkpoints(checkpoint_options);
   const TrainerState state{task.model.get(), optimizer.get(), &schedule, &scaler};
   TrainResult result;
+  std::string resumed_message;
   int64_t step = 0;
   data::LoaderPosition position;
   if (c.checkpoint.resume) {
@@ -190,9 +171,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
                           std::to_string(accumulation) +
                           " micro-batches; resume with the accumulation it was made with");
       }
-      if (lead) {
-        std::printf("resumed from %s at step %lld\n", point->path.c_str(), static_cast<long long>(step));
-      }
+      resumed_message = "resumed from " + point->path + " at step " + std::to_string(step);
     }
   }
   // Every rank must resume from the same step (a node without the checkpoint
@@ -216,7 +195,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
   amp::FiniteLossCheckOptions finite_options;
   finite_options.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
   amp::FiniteLossCheck finite_loss(finite_options, comm_);
-  MetricsLog metrics(c.run_dir, lead);
+  RunReport report(c, lead, total_steps);
+  if (!resumed_message.empty()) report.message(resumed_message);
   profiler::ProfilerOptions profiler_options;
   profiler_options.enabled = c.profiler.enabled;
   profiler_options.rank = static_cast<int>(rank);
@@ -233,28 +213,45 @@ TrainResult Trainer::fit(const TrainTask& task) {
   std::vector<double> loss_scales;  // after each update, for the advisor
   int64_t skipped_steps = 0;
 
-  if (lead) {
-    std::printf("paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
-                "%s, %s lr %.4g (warmup %lld, %s over %lld steps), compression %s, %lld loader "
-                "workers per rank\n",
-                static_cast<long long>(task.train_data->size()), static_cast<long long>(world),
-                static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
-                static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(),
-                lr, static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
-                static_cast<long long>(total_steps), c.distributed.compression.c_str(),
-                static_cast<long long>(c.data.workers));
-    std::fflush(stdout);
+  {
+    char header[400];
+    std::snprintf(header, sizeof(header),
+                  "paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
+                  "%s, %s lr %.4g (warmup %lld, %s over %lld steps), compression %s, %lld loader "
+                  "workers per rank",
+                  static_cast<long long>(task.train_data->size()), static_cast<long long>(world),
+                  static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
+                  static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(), lr,
+                  static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
+                  static_cast<long long>(total_steps), c.distributed.compression.c_str(),
+                  static_cast<long long>(c.data.workers));
+    report.message(header);
   }
 
   const int64_t first_step = step;
-  double train_seconds = 0;
+  double eval_seconds = 0;  // spent in evaluation passes: not training time
   const auto start = Clock::now();
+  const auto train_time = [&] { return seconds_since(start) - eval_seconds; };
+  int64_t evaluated_at = -1;
+  const auto run_evaluation = [&](int64_t epoch) {
+    const auto began = Clock::now();
+    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+    eval_seconds += seconds_since(began);
+    evaluated_at = step;
+    const double trained = train_time();
+    if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 && result.accuracy >= c.eval.target_accuracy) {
+      result.time_to_target_s = trained;
+    }
+    report.evaluation(epoch, step, result.accuracy, trained);
+  };
   for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
     const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
     loader.start_epoch(epoch, first_batch);
     double loss_sum = 0, wait_sum = 0;
     int64_t epoch_steps = 0;
+    report.begin_epoch(epoch, std::min(steps_per_epoch - first_batch / accumulation, total_steps - step));
     const auto epoch_start = Clock::now();
+    const double epoch_eval_start = eval_seconds;
     for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
       prof.begin_step(step);
       optimizer->zero_grad();
@@ -318,49 +315,39 @@ TrainResult Trainer::fit(const TrainTask& task) {
         saved_step = step;
       }
       if (task.on_step) task.on_step(step);
-      if (lead && (step % c.train.log_every == 0 || step == total_steps || i + 1 == steps_per_epoch)) {
-        const double elapsed = seconds_since(epoch_start);
-        const double ms_per_step = 1e3 * elapsed / epoch_steps;
+      const bool epoch_end = i + 1 == steps_per_epoch || step == total_steps;
+      if (report.step_done(step, epoch_end)) {
+        const double elapsed = seconds_since(epoch_start) - (eval_seconds - epoch_eval_start);
         const auto& stats = reducer.last_stats();
-        std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
-                    "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
-                    static_cast<long long>(epoch), static_cast<long long>(step),
-                    static_cast<long long>(total_steps), loss_sum / epoch_steps,
-                    schedule.get_last_lr()[0], ms_per_step,
-                    c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9),
-                    1e3 * wait_sum / (epoch_steps * accumulation), 1e3 * stats.backward_s,
-                    1e3 * stats.exposed_comm_s);
-        std::fflush(stdout);
-        metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss_sum / epoch_steps},
-                       {"lr", schedule.get_last_lr()[0]}, {"ms_per_step", ms_per_step},
-                       {"data_wait_ms", 1e3 * wait_sum / (epoch_steps * accumulation)},
-                       {"loss_scale", scaler.get_scale()}, {"exposed_comm_ms", 1e3 * stats.exposed_comm_s}});
+        StepLog log;
+        log.epoch = epoch;
+        log.step = step;
+        log.loss = loss_sum / epoch_steps;
+        log.lr = schedule.get_last_lr()[0];
+        log.ms_per_step = 1e3 * elapsed / epoch_steps;
+        log.samples_per_s = c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9);
+        log.data_wait_ms = 1e3 * wait_sum / (epoch_steps * accumulation);
+        log.backward_ms = 1e3 * stats.backward_s;
+        log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
+        log.loss_scale = scaler.get_scale();
+        report.log_step(log);
       }
+      if (task.eval_data && c.eval.every_steps > 0 && step % c.eval.every_steps == 0) run_evaluation(epoch);
     }
-    train_seconds += seconds_since(epoch_start);
+    report.end_epoch();
     result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
     const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
     const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
-    if (task.eval_data && (last || due)) {
-      result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
-      const double at = seconds_since(start);
-      if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 &&
-          result.accuracy >= c.eval.target_accuracy) {
-        result.time_to_target_s = at;
-      }
-      if (lead) {
-        std::printf("epoch %lld: test accuracy %.2f%% (%.1f s)\n", static_cast<long long>(epoch),
-                    result.accuracy, at);
-        std::fflush(stdout);
-      }
-      metrics.write({{"epoch", epoch}, {"step", step}, {"accuracy", result.accuracy}, {"seconds", at}});
-    }
+    if (task.eval_data && (last || due) && evaluated_at != step) run_evaluation(epoch);
   }
   if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.
     result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
-    if (lead) std::printf("test accuracy %.2f%% (the checkpoint's training was complete)\n", result.accuracy);
+    char line[96];
+    std::snprintf(line, sizeof(line), "test accuracy %.2f%% (the checkpoint's training was complete)",
+                  result.accuracy);
+    report.message(line);
   }
   result.steps = step - first_step;
   result.global_step = step;
@@ -373,26 +360,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
     run.loss_scale_history = loss_scales;
     run.skipped_steps = skipped_steps;
     run.mixed_precision = autocast_options.enabled;
-    if (lead) {
-      std::printf("%s", profiler::format_report(summary, profiler::advise(run)).c_str());
-      std::fflush(stdout);
-    }
+    if (lead) report.message(profiler::format_report(summary, profiler::advise(run)));
   }
-  result.samples_per_s = train_seconds > 0 ? c.train.batch_size * result.steps / train_seconds : 0;
-  if (lead) {
-    std::printf("done: %lld steps in %.1f s, %.0f samples/s", static_cast<long long>(result.steps),
-                result.seconds, result.samples_per_s);
-    if (result.accuracy >= 0) std::printf(", test accuracy %.2f%%", result.accuracy);
-    if (c.eval.target_accuracy > 0) {
-      if (result.time_to_target_s >= 0) {
-        std::printf(", %.2f%% reached after %.1f s", c.eval.target_accuracy, result.time_to_target_s);
-      } else {
-        std::printf(", %.2f%% not reached", c.eval.target_accuracy);
-      }
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-  }
+  const double trained = train_time();
+  result.samples_per_s = trained > 0 ? c.train.batch_size * result.steps / trained : 0;
+  report.summary(result, c.eval.target_accuracy);
   return result;
 }
 

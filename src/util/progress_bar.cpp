@@ -49,6 +49,11 @@ void ProgressBar::advance(int64_t n) {
   if (!finished_) draw(done_.load(), false);
 }
 
+void ProgressBar::set_status(std::string status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_ = std::move(status);
+}
+
 void ProgressBar::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
@@ -74,11 +79,13 @@ void ProgressBar::draw(int64_t done, bool final) {
     } else if (total_ > 0 && rate > 0 && done < total_) {
       text += " ETA " + format_duration((total_ - done) / rate);
     }
+    if (!status_.empty()) text += "  " + status_;
     out_ << "\r" << text << "\033[K" << (final ? "\n" : "") << std::flush;
   } else {
     text += ": " + std::to_string(done);
     if (total_ > 0) text += "/" + std::to_string(total_) + " (" + std::to_string(done * 100 / total_) + "%)";
     text += final ? " done in " + format_duration(elapsed) + ", " + format_rate(rate) : ", " + format_rate(rate);
+    if (!status_.empty()) text += ", " + status_;
     out_ << text << "\n" << std::flush;
   }
   drawn_ = true;

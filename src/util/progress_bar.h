@@ -30,6 +30,9 @@ class ProgressBar {
 
   // Thread-safe; cheap when no redraw is due (one atomic add and a clock read).
   void advance(int64_t n = 1);
+  // Text drawn after the rate from the next redraw on (a training loss, say).
+  // Thread-safe.
+  void set_status(std::string status);
   // Draws the final state with the time taken and the mean rate.
   // Idempotent; advance() after it does nothing.
   void finish();
@@ -55,6 +58,7 @@ class ProgressBar {
   std::mutex mutex_;                      // guards out_ and the fields below
   bool finished_ = false;
   bool drawn_ = false;
+  std::string status_;
 };
 
 }  // namespace paisoar::util

@@ -88,6 +88,18 @@ TEST(ProgressBar, LineEndsTheLineWhenDroppedUnfinished) {
   EXPECT_EQ(out.str().find(" in "), std::string::npos);  // no summary for a job that did not finish
 }
 
+TEST(ProgressBar, StatusFollowsTheRateFromTheNextDrawOn) {
+  std::ostringstream out;
+  ProgressBar bar("epoch 0", 4, out, ProgressBar::Style::Line);
+  bar.set_status("loss 0.4321");
+  bar.advance(1);
+  EXPECT_NE(out.str().find("/s ETA "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("  loss 0.4321\033[K"), std::string::npos) << out.str();
+  bar.set_status("loss 0.3000");
+  bar.finish();
+  EXPECT_NE(out.str().find(" in 0:00  loss 0.3000\033[K\n"), std::string::npos) << out.str();
+}
+
 TEST(ProgressBar, Formats) {
   EXPECT_EQ(ProgressBar::format_rate(950), "950/s");
   EXPECT_EQ(ProgressBar::format_rate(2100), "2.1k/s");

@@ -48,7 +48,7 @@ TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
                              "checkpoint.resume=false", "--set",
                              "run_dir=" + ::testing::TempDir() + "paisoar_main_job"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("[rank0]: epoch 0: test accuracy"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank0]: epoch 0 step 10: test accuracy"), std::string::npos) << r.out << r.err;
   const auto at = r.out.find("step 10/10  loss ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;

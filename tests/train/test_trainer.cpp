@@ -89,6 +89,8 @@ TEST(Trainer, TwoRanksMatchOneRankAndAccumulationMatchesTheFullBatch) {
   EXPECT_GT(one_result.accuracy, 10.0);  // better than chance after 10 steps
 }
 
+// Also: the Chrome trace of a chosen window, evaluations every N steps and
+// the time to a target accuracy.
 TEST(Trainer, LossFallsAndMaxStepsStops) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = small_config();
@@ -98,7 +100,20 @@ TEST(Trainer, LossFallsAndMaxStepsStops) {
   c.run_dir = ::testing::TempDir() + "paisoar_trainer_trace_" + std::to_string(::getpid());
   c.profiler.trace_start_step = 3;
   c.profiler.trace_steps = 2;
+  c.eval.every_steps = 10;
+  c.eval.target_accuracy = 30;
   const auto result = train_with(c, 2).second;
+  // Evaluations at steps 10 and 20 (20 is also epoch 0's end: scored once) and
+  // at the run's end, 25; the time to the target is training time.
+  std::vector<int64_t> scored;
+  std::ifstream metrics(c.run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("accuracy")) scored.push_back(record.at("step").get<int64_t>());
+  }
+  EXPECT_EQ(scored, (std::vector<int64_t>{10, 20, 25}));
+  EXPECT_GT(result.time_to_target_s, 0);
+  EXPECT_LT(result.time_to_target_s, result.seconds);
   for (int rank = 0; rank < 2; ++rank) {  // each rank's window, as Chrome-trace JSON
     std::ifstream in(c.run_dir + "/trace-rank" + std::to_string(rank) + ".json");
     ASSERT_TRUE(in) << "no trace for rank " << rank;

@@ -12,7 +12,7 @@
 // optimizer with the linear scaling rule, warmup and decay, clipping, a
 // non-finite loss check, the prefetching loader with distributed sampling,
 // evaluation, checkpoints with automatic resume, the profiler and its advice,
-// progress lines on rank 0 and metrics as JSON lines.
+// a progress bar (or progress lines) on rank 0 and metrics as JSON lines.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -60,10 +60,12 @@ struct TrainResult {
   int64_t global_step = 0;       // including the steps before a resume
   std::string resumed_from;      // the checkpoint this run started from ("": none)
   double seconds = 0;
-  double samples_per_s = 0;      // global, over this run's training time
+  double samples_per_s = 0;      // global, over this run's training time (evaluation excluded)
   double final_loss = 0;         // mean of the last epoch's losses (this rank)
   double accuracy = -1;          // percent on the evaluation set; -1: none
-  double time_to_target_s = -1;  // first evaluation at or above eval.target_accuracy
+  // Training time (evaluation excluded) until the first evaluation at or above
+  // eval.target_accuracy; -1: not reached or no target.
+  double time_to_target_s = -1;
 };
 
 class Trainer {

@@ -1,0 +1,110 @@
+// RunReport: the bar and the plain lines carry the same figures; the metrics
+// file gets every logged step and evaluation either way.
+#include "src/train/run_report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+namespace paisoar::train {
+namespace {
+
+std::string format(const char* pattern, double a, double b) {
+  char text[96];
+  std::snprintf(text, sizeof(text), pattern, a, b);
+  return text;
+}
+
+}  // namespace
+
+RunReport::RunReport(const TrainConfig& config, bool lead, int64_t total_steps)
+    : lead_(lead), log_every_(config.train.log_every), total_steps_(total_steps) {
+  if (!lead_) return;
+  std::error_code ec;
+  std::filesystem::create_directories(config.run_dir, ec);
+  metrics_.open(config.run_dir + "/metrics.jsonl", std::ios::app);
+  if (!metrics_) {
+    throw std::runtime_error("cannot write " + config.run_dir +
+                             "/metrics.jsonl; set run_dir to a writable directory");
+  }
+}
+
+void RunReport::begin_epoch(int64_t epoch, int64_t steps) {
+  if (lead_ && ::isatty(STDOUT_FILENO)) {
+    bar_.emplace("epoch " + std::to_string(epoch), steps, std::cout, util::ProgressBar::Style::Line);
+  }
+}
+
+bool RunReport::step_done(int64_t step, bool epoch_end) {
+  if (!lead_) return false;
+  if (bar_) bar_->advance();
+  return step % log_every_ == 0 || step == total_steps_ || epoch_end;
+}
+
+void RunReport::log_step(const StepLog& s) {
+  if (!lead_) return;
+  if (bar_) {
+    bar_->set_status(format("loss %.4f  lr %.4f", s.loss, s.lr));
+  } else {
+    std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
+                "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
+                static_cast<long long>(s.epoch), static_cast<long long>(s.step),
+                static_cast<long long>(total_steps_), s.loss, s.lr, s.ms_per_step, s.samples_per_s,
+                s.data_wait_ms, s.backward_ms, s.exposed_comm_ms);
+    std::fflush(stdout);
+  }
+  metrics_ << nlohmann::json{{"step", s.step},
+                             {"epoch", s.epoch},
+                             {"loss", s.loss},
+                             {"lr", s.lr},
+                             {"ms_per_step", s.ms_per_step},
+                             {"samples_per_s", s.samples_per_s},
+                             {"data_wait_ms", s.data_wait_ms},
+                             {"loss_scale", s.loss_scale},
+                             {"exposed_comm_ms", s.exposed_comm_ms}}
+                  .dump()
+           << "\n"
+           << std::flush;
+}
+
+void RunReport::end_epoch() {
+  if (bar_) bar_->finish();
+  bar_.reset();
+}
+
+void RunReport::evaluation(int64_t epoch, int64_t step, double accuracy, double train_s) {
+  if (!lead_) return;
+  message("epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": test accuracy " +
+          format("%.2f%% (after %.1f s of training)", accuracy, train_s));
+  metrics_ << nlohmann::json{{"epoch", epoch}, {"step", step}, {"accuracy", accuracy}, {"seconds", train_s}}
+                  .dump()
+           << "\n"
+           << std::flush;
+}
+
+void RunReport::message(const std::string& text) {
+  if (!lead_) return;
+  // On a terminal the bar's line is redrawn in place: start a fresh line, and
+  // the next advance redraws the bar below the message.
+  std::printf("%s%s%s", bar_ ? "\r\033[K" : "", text.c_str(), text.empty() || text.back() != '\n' ? "\n" : "");
+  std::fflush(stdout);
+}
+
+void RunReport::summary(const TrainResult& r, double target_accuracy) {
+  if (!lead_) return;
+  std::string line = "done: " + std::to_string(r.steps) + " steps in " +
+                     format("%.1f s, %.0f samples/s", r.seconds, r.samples_per_s);
+  if (r.accuracy >= 0) line += format(", test accuracy %.2f%%", r.accuracy, 0);
+  if (target_accuracy > 0) {
+    line += r.time_to_target_s >= 0
+                ? format(", %.2f%% reached after %.1f s of training", target_accuracy, r.time_to_target_s)
+                : format(", %.2f%% not reached", target_accuracy, 0);
+  }
+  message(line);
+}
+
+}  // namespace paisoar::train
