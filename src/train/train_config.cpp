@@ -55,6 +55,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("eval.every_steps", &c.eval.every_steps, "also every N steps (0: off)");
   s.bind("eval.target_accuracy", &c.eval.target_accuracy,
          "percent; report the training time to reach it");
+  s.bind("eval.stop_at_target", &c.eval.stop_at_target, "end the run once the target is reached");
   return s;
 }
 
@@ -99,6 +100,8 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.eval.every_steps >= 0, "eval.every_steps", "must be 0 (off) or more");
   require(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 100, "eval.target_accuracy",
           "is a percentage in [0, 100]");
+  require(!c.eval.stop_at_target || c.eval.target_accuracy > 0, "eval.stop_at_target",
+          "needs eval.target_accuracy (the percentage to stop at)");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");
 }
 

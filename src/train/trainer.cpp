@@ -233,6 +233,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   const auto start = Clock::now();
   const auto train_time = [&] { return seconds_since(start) - eval_seconds; };
   int64_t evaluated_at = -1;
+  bool stop = false;  // eval.stop_at_target and the target was reached
   const auto run_evaluation = [&](int64_t epoch) {
     const auto began = Clock::now();
     result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
@@ -241,10 +242,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
     const double trained = train_time();
     if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 && result.accuracy >= c.eval.target_accuracy) {
       result.time_to_target_s = trained;
+      stop = c.eval.stop_at_target;
     }
     report.evaluation(epoch, step, result.accuracy, trained);
   };
-  for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
+  for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps && !stop; ++epoch) {
     const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
     loader.start_epoch(epoch, first_batch);
     double loss_sum = 0, wait_sum = 0;
@@ -252,7 +254,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
     report.begin_epoch(epoch, std::min(steps_per_epoch - first_batch / accumulation, total_steps - step));
     const auto epoch_start = Clock::now();
     const double epoch_eval_start = eval_seconds;
-    for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
+    for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps && !stop; ++i) {
       prof.begin_step(step);
       optimizer->zero_grad();
       double step_loss = 0;
@@ -336,7 +338,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
     }
     report.end_epoch();
     result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
-    const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
+    const bool last = epoch + 1 == c.train.epochs || step >= total_steps || stop;
     const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
     if (task.eval_data && (last || due) && evaluated_at != step) run_evaluation(epoch);
   }

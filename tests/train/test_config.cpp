@@ -97,6 +97,9 @@ TEST(Config, ValidationNamesTheKeyAndWhatToUse) {
   validate(c, 2);
   c.optimizer.lr = -1;
   expect_error_of<ConfigError>([&] { validate(c, 2); }, {"optimizer.lr", "positive"});
+  c.optimizer.lr = 0.1;
+  c.eval.stop_at_target = true;
+  expect_error_of<ConfigError>([&] { validate(c, 2); }, {"eval.stop_at_target", "eval.target_accuracy"});
 }
 
 TEST(Config, LoadConfigReadsAFileThenOverrides) {

@@ -129,6 +129,31 @@ TEST(Trainer, LossFallsAndMaxStepsStops) {
   EXPECT_GT(result.accuracy, 50.0);
 }
 
+// eval.stop_at_target ends the run at the first evaluation that reaches the target.
+TEST(Trainer, StopsAtTheTargetAccuracy) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto c = small_config();
+  c.run_dir += "_target";
+  c.train.epochs = 4;  // 40 steps
+  c.eval.every_steps = 4;
+  c.eval.target_accuracy = 40;
+  c.eval.stop_at_target = true;
+  const auto result = train_with(c, 1).second;
+  std::vector<std::pair<int64_t, double>> scored;
+  std::ifstream metrics(c.run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("accuracy")) scored.emplace_back(record.at("step"), record.at("accuracy"));
+  }
+  std::filesystem::remove_all(c.run_dir);
+  ASSERT_FALSE(scored.empty());
+  for (size_t i = 0; i + 1 < scored.size(); ++i) EXPECT_LT(scored[i].second, 40.0) << "step " << scored[i].first;
+  EXPECT_GE(scored.back().second, 40.0);
+  EXPECT_EQ(result.global_step, scored.back().first);
+  EXPECT_LT(result.global_step, 40);
+  EXPECT_GT(result.time_to_target_s, 0);
+}
+
 // Stop at step 7 (a crash), resume from the step-6 checkpoint: the parameters
 // end bit for bit where an uninterrupted run's do, on 1 and on 2 ranks
 // (momentum, the cosine schedule, augmentation and the loader position all restored).

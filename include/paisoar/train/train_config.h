@@ -83,6 +83,7 @@ struct EvalConfig {
   int64_t every_epochs = 1;       // 0: only at the end
   int64_t every_steps = 0;        // also every N optimizer steps (0: off)
   double target_accuracy = 0.0;   // report the time to reach it (percent; 0: none)
+  bool stop_at_target = false;    // end the run at the first evaluation that reaches it
 };
 
 struct TrainConfig {
