@@ -7,3 +7,4 @@
 #include "paisoar/amp/custom_function.h"
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/precision.h"
+#include "paisoar/amp/precision_regions.h"

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "paisoar/amp/precision_regions.h"
+
 namespace paisoar::models {
 
 namespace F = torch::nn::functional;
@@ -32,14 +34,14 @@ torch::Tensor FashionCnnImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == 28 && x.size(3) == 28,
               "FashionCnn takes N x 1 x 28 x 28 images, got ", x.sizes(),
               "; resize or pad the input to 28 x 28 with one channel");
-  x = conv1(x);
-  if (bn1) x = bn1(x);
+  x = amp::in_region("conv1", x, conv1);
+  if (bn1) x = amp::in_region("bn1", x, bn1);
   x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
-  x = conv2(x);
-  if (bn2) x = bn2(x);
+  x = amp::in_region("conv2", x, conv2);
+  if (bn2) x = amp::in_region("bn2", x, bn2);
   x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
-  x = torch::relu(fc1(x.flatten(1)));
-  return fc2(x);
+  x = torch::relu(amp::in_region("fc1", x.flatten(1), fc1));
+  return amp::in_region("fc2", x, fc2);
 }
 
 }  // namespace paisoar::models

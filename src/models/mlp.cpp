@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "paisoar/amp/precision_regions.h"
+
 namespace paisoar::models {
 
 MlpImpl::MlpImpl(const MlpOptions& options) : options_(options) {
@@ -33,11 +35,15 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) {
               options_.in_features, " features per sample, got ", x.sizes(),
               "; set MlpOptions::in_features to the per-sample size");
   x = x.flatten(1);
-  for (const auto& layer : *hidden) {
-    x = torch::relu(layer->as<torch::nn::Linear>()->forward(x));
-    if (options_.dropout > 0.0) x = torch::dropout(x, options_.dropout, is_training());
+  {
+    auto pin = amp::region("hidden");
+    x = pin.cast(x);
+    for (const auto& layer : *hidden) {
+      x = torch::relu(layer->as<torch::nn::Linear>()->forward(x));
+      if (options_.dropout > 0.0) x = torch::dropout(x, options_.dropout, is_training());
+    }
   }
-  return head(x);
+  return amp::in_region("head", x, head);
 }
 
 }  // namespace paisoar::models

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "paisoar/amp/precision_regions.h"
+
 namespace paisoar::models {
 namespace {
 
@@ -118,11 +120,15 @@ torch::nn::Sequential ResNetImpl::make_layer(int64_t planes, int64_t blocks, int
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels, "ResNet takes N x ", options_.in_channels,
               " x H x W images, got ", x.sizes());
-  x = torch::relu(bn1(conv1(x)));
+  x = torch::relu(amp::in_region("bn1", amp::in_region("conv1", x, conv1), bn1));
   x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
-  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  const std::pair<const char*, torch::nn::Sequential*> layers[] = {
+      {"layer1", &layer1}, {"layer2", &layer2}, {"layer3", &layer3}, {"layer4", &layer4}};
+  for (const auto& [name, layer] : layers) {
+    x = amp::in_region(name, x, [layer = layer](const torch::Tensor& t) { return (*layer)->forward(t); });
+  }
   x = F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1);
-  return fc(x);
+  return amp::in_region("fc", x, fc);
 }
 
 ResNet resnet18(int64_t num_classes) {

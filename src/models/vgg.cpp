@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "paisoar/amp/precision_regions.h"
+
 namespace paisoar::models {
 
 VggImpl::VggImpl(const VggOptions& options) : options_(options) {
@@ -67,9 +69,9 @@ VggImpl::VggImpl(const VggOptions& options) : options_(options) {
 torch::Tensor VggImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) >= min_side_ && x.size(3) >= min_side_,
               "Vgg takes N x 3 x H x W images with H, W >= ", min_side_, " (one halving per pool), got ", x.sizes());
-  x = features->forward(x);
+  x = amp::in_region("features", x, [&](const torch::Tensor& t) { return features->forward(t); });
   x = avgpool(x).flatten(1);
-  return classifier->forward(x);
+  return amp::in_region("classifier", x, [&](const torch::Tensor& t) { return classifier->forward(t); });
 }
 
 Vgg vgg16(int64_t num_classes, bool batch_norm) {

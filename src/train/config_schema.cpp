@@ -105,16 +105,27 @@ void ConfigSchema::bind(const std::string& path, std::string* f, std::string hel
 }
 
 void ConfigSchema::bind(const std::string& path, std::vector<int64_t>* f, std::string help) {
-  add({path, "list of integers", std::move(help), {},
-       [f](const YAML::Node& n) {
-         if (!n.IsSequence()) throw ConfigError("expected a list of integers such as [1, 2]");
-         std::vector<int64_t> v;
-         for (const auto& item : n) v.push_back(scalar_as<int64_t>(item, "an integer in the list"));
+  bind_list<int64_t>(path, f, std::move(help), "integer", [](const int64_t& v) { return std::to_string(v); });
+}
+
+void ConfigSchema::bind(const std::string& path, std::vector<std::string>* f, std::string help) {
+  bind_list<std::string>(path, f, std::move(help), "string", yaml_quoted);
+}
+
+template <typename T>
+void ConfigSchema::bind_list(const std::string& path, std::vector<T>* f, std::string help, const std::string& item,
+                             std::function<std::string(const T&)> show_item) {
+  add({path, "list of " + item + "s", std::move(help), {},
+       [f, item](const YAML::Node& n) {
+         if (!n.IsSequence()) throw ConfigError("expected a list of " + item + "s, written [x, y]");
+         const std::string what = (item[0] == 'i' ? "an " : "a ") + item + " in the list";
+         std::vector<T> v;
+         for (const auto& element : n) v.push_back(scalar_as<T>(element, what.c_str()));
          *f = v;
        },
-       [f] {
+       [f, show_item] {
          std::string s = "[";
-         for (size_t i = 0; i < f->size(); ++i) s += (i ? ", " : "") + std::to_string((*f)[i]);
+         for (size_t i = 0; i < f->size(); ++i) s += (i ? ", " : "") + show_item((*f)[i]);
          return s + "]";
        }});
 }

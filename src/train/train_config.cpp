@@ -39,6 +39,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
   s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
+  s.bind("amp.fp32_modules", &c.amp.fp32_modules, "model regions pinned to fp32 (glob patterns)");
+  s.bind("amp.low_modules", &c.amp.low_modules, "model regions pinned to the low precision");
   s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "");
   s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",
          {"none", "fp16", "bf16", "int8", "powersgd"});
@@ -100,6 +102,12 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.eval.every_steps >= 0, "eval.every_steps", "must be 0 (off) or more");
   require(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 100, "eval.target_accuracy",
           "is a percentage in [0, 100]");
+  for (const auto* patterns : {&c.amp.fp32_modules, &c.amp.low_modules}) {
+    for (const auto& p : *patterns) {
+      require(!p.empty(), patterns == &c.amp.fp32_modules ? "amp.fp32_modules" : "amp.low_modules",
+              "has an empty pattern; give module names or globs such as fc2 or \"layer*\"");
+    }
+  }
   require(!c.eval.stop_at_target || c.eval.target_accuracy > 0, "eval.stop_at_target",
           "needs eval.target_accuracy (the percentage to stop at)");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");

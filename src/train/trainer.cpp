@@ -17,6 +17,7 @@
 #include "paisoar/amp/autocast.h"
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/grad_scaler.h"
+#include "paisoar/amp/precision_regions.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/ddp/gradient_reducer.h"
@@ -58,7 +59,7 @@ amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) 
 
 // Accuracy (percent) over `eval`, each rank scoring its own contiguous slice.
 double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers,
-                const amp::AutocastOptions& autocast_options, int64_t limit) {
+                const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit) {
   const int64_t n = limit > 0 ? std::min(limit, task.eval_data->size()) : task.eval_data->size();
   const int64_t rank = comm.rank(), world = comm.size();
   const int64_t begin = n * rank / world, end = n * (rank + 1) / world;
@@ -74,6 +75,7 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers
     double correct = 0;
     while (auto batch = loader.next()) {
       amp::autocast guard(autocast_options);
+      amp::ActivePolicy pins(policy, autocast_options.device);
       const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
                                                              : task.model->parameters()[0].device();
       correct += task.forward(batch->data.to(device))
@@ -88,6 +90,24 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers
   }
   comm.allreduce(counts).wait();
   return 100.0 * counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
+}
+
+amp::PrecisionPolicy policy_of(const AmpConfig& amp) {
+  amp::PrecisionPolicy policy;
+  for (const auto& pattern : amp.fp32_modules) policy.add(pattern, amp::Precision::Full);
+  for (const auto& pattern : amp.low_modules) policy.add(pattern, amp::Precision::Low);
+  return policy;
+}
+
+// After the first forward: every pattern must have matched a region the model marks.
+void check_policy_matched(const amp::PrecisionPolicy& policy, const std::vector<std::string>& regions) {
+  const auto unmatched = amp::unmatched_patterns(policy, regions);
+  if (unmatched.empty()) return;
+  std::string names;
+  for (const auto& r : regions) names += (names.empty() ? "" : ", ") + r;
+  throw ConfigError("amp.fp32_modules/amp.low_modules: '" + unmatched.front() +
+                    "' matches none of the model's precision regions (" +
+                    (names.empty() ? std::string("it marks none: see amp/precision_regions.h") : names) + ")");
 }
 
 }  // namespace
@@ -142,6 +162,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
   optim::LrSchedule schedule(*optimizer, schedule_options);
 
   const auto autocast_options = autocast_for(c.amp, device);
+  const amp::PrecisionPolicy policy = policy_of(c.amp);
+  bool policy_checked = policy.empty();
   amp::GradScalerOptions scaler_options;
   scaler_options.enabled = c.amp.dtype == "fp16";
   scaler_options.init_scale = c.amp.init_scale;
@@ -236,7 +258,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   bool stop = false;  // eval.stop_at_target and the target was reached
   const auto run_evaluation = [&](int64_t epoch) {
     const auto began = Clock::now();
-    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);
     eval_seconds += seconds_since(began);
     evaluated_at = step;
     const double trained = train_time();
@@ -275,8 +297,13 @@ TrainResult Trainer::fit(const TrainTask& task) {
           auto timed = prof.phase(profiler::Phase::Forward);
           reducer.pre_forward();
           amp::autocast guard(autocast_options);
+          amp::ActivePolicy pins(policy, device);
           out = task.forward(batch->data);
           loss = loss_fn(out, batch->labels);
+          if (!policy_checked) {
+            check_policy_matched(policy, pins.regions_seen());
+            policy_checked = true;
+          }
         }
         reducer.post_forward({out});
         if (!finite_loss(loss, step)) {
@@ -345,7 +372,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.
-    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);
     char line[96];
     std::snprintf(line, sizeof(line), "test accuracy %.2f%% (the checkpoint's training was complete)",
                   result.accuracy);

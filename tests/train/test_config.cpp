@@ -85,6 +85,21 @@ TEST(Config, WrongTypesNameTheKeyAndTheTypeExpected) {
   auto schema = schema_for(c);
   expect_error_of<ConfigError>([&] { schema.set("train.batch_size=abc"); },
                                {"--set train.batch_size", "expected an integer"});
+  expect_error_of<ConfigError>([] { from_yaml("amp: {fp32_modules: fc2}\n"); },
+                               {"amp.fp32_modules", "expected a list of strings"});
+  expect_error_of<ConfigError>([] { from_yaml("amp: {fp32_modules: [[fc2]]}\n"); },
+                               {"amp.fp32_modules", "expected a string in the list"});
+}
+
+TEST(Config, ListsOfStringsRoundTrip) {
+  TrainConfig c;
+  auto schema = schema_for(c);
+  schema.set("amp.fp32_modules=[fc2, \"layer*\"]");
+  EXPECT_EQ(c.amp.fp32_modules, (std::vector<std::string>{"fc2", "layer*"}));
+  EXPECT_NE(schema.dump().find("fp32_modules: [fc2, "), std::string::npos) << schema.dump();
+  TrainConfig again;
+  schema_for(again).load_yaml(schema.dump(), "dump");
+  EXPECT_EQ(again.amp.fp32_modules, c.amp.fp32_modules);
 }
 
 TEST(Config, ValidationNamesTheKeyAndWhatToUse) {

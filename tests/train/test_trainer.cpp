@@ -211,3 +211,19 @@ TEST(Trainer, RefusesWhatTheMachineCannotRun) {
   c.train.batch_size = 2048;
   expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"train.batch_size", "640"});
 }
+
+// amp.fp32_modules pins the regions the model marks (bf16 elsewhere), and a
+// pattern that matches none of them stops the run naming it and the regions.
+TEST(Trainer, PrecisionPolicyFromConfig) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto c = small_config();
+  c.run_dir += "_policy";
+  c.amp.dtype = "bf16";
+  c.amp.fp32_modules = {"fc*"};
+  c.train.max_steps = 2;
+  EXPECT_EQ(train_with(c, 1).second.steps, 2);
+  c.amp.fp32_modules = {"fc3"};
+  expect_error_of<std::runtime_error>([&] { train_with(c, 1); },
+                                      {"'fc3'", "conv1, conv2, fc1, fc2", "amp.fp32_modules"});
+  std::filesystem::remove_all(c.run_dir);
+}

@@ -83,6 +83,7 @@ class PrecisionPolicy {
   PrecisionPolicy& add(std::string pattern, Precision precision);
   Precision precision_for(const std::string& module_name) const;
   bool empty() const { return rules_.empty(); }
+  const std::vector<std::pair<std::string, Precision>>& rules() const { return rules_; }
 
   // A copy of `model` in which every child whose dotted path (`prefix.name`)
   // matches a rule is wrapped in Pinned. The copy shares parameters with

@@ -34,6 +34,8 @@ class ConfigSchema {
             std::vector<std::string> choices = {});
   // A list of integers, e.g. "[1, 2, 4]".
   void bind(const std::string& path, std::vector<int64_t>* field, std::string help);
+  // A list of strings, e.g. "[fc2, \"*.norm\"]".
+  void bind(const std::string& path, std::vector<std::string>* field, std::string help);
 
   // Applies a YAML document (a mapping of sections). `source` names it in errors.
   void load_yaml(const std::string& text, const std::string& source);
@@ -48,13 +50,16 @@ class ConfigSchema {
  private:
   struct Field {
     std::string path;
-    std::string type;  // "integer", "number", "boolean", "string", "list of integers"
+    std::string type;  // "integer", "number", "boolean", "string", "list of integers", "list of strings"
     std::string help;
     std::vector<std::string> choices;
     std::function<void(const YAML::Node&)> assign;  // throws ConfigError (message without the key)
     std::function<std::string()> show;
   };
   void add(Field field);
+  template <typename T>
+  void bind_list(const std::string& path, std::vector<T>* field, std::string help, const std::string& item,
+                 std::function<std::string(const T&)> show_item);
   void apply(const YAML::Node& node, const std::string& prefix, const std::string& source);
   const Field* find(const std::string& path) const;
   std::string closest(const std::string& path) const;

@@ -57,6 +57,10 @@ struct AmpConfig {
   double init_scale = 65536.0;     // fp16 loss scaling
   int64_t growth_interval = 2000;
   bool skip_nonfinite = false;     // skip a step with a non-finite loss instead of stopping
+  // The precision policy: model regions (amp/precision_regions.h) matching one
+  // of these glob patterns run in fp32, or in the low precision; fp32 wins.
+  std::vector<std::string> fp32_modules;
+  std::vector<std::string> low_modules;
 };
 
 struct DistributedConfig {
