@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   auto bench_ddp_worker = paisoar::app::add_bench_ddp_worker_command(*bench);
   auto bench_data = paisoar::app::add_bench_data_command(*bench);
   auto bench_ladder = paisoar::app::add_bench_ladder_command(*bench);
+  auto bench_memory = paisoar::app::add_bench_memory_command(*bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (bench->got_subcommand("ddp-worker")) return bench_ddp_worker(argc, argv);
     if (bench->got_subcommand("data")) return bench_data(argc, argv);
     if (bench->got_subcommand("ladder")) return bench_ladder(argc, argv);
+    if (bench->got_subcommand("memory")) return bench_memory(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
     return 1;

@@ -40,6 +40,15 @@ class TrackingAllocator final : public c10::Allocator {
     {
       auto& shard = shard_of(data);
       std::lock_guard<std::mutex> lock(shard.mutex);
+      auto it = shard.entries.find(data);
+      if (it != shard.entries.end()) {
+        // The old block at this address was freed behind our back (through
+        // the wrapped allocator's raw deleter): forget it without freeing again.
+        it->second.inner.release_context();
+        current_.fetch_sub(it->second.bytes, std::memory_order_relaxed);
+        live_.fetch_sub(1, std::memory_order_relaxed);
+        shard.entries.erase(it);
+      }
       shard.entries.emplace(data, Entry{std::move(inner), bytes});
     }
     const int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -82,7 +91,13 @@ class TrackingAllocator final : public c10::Allocator {
       auto& shard = shard_of(data);
       std::lock_guard<std::mutex> lock(shard.mutex);
       auto it = shard.entries.find(data);
-      TORCH_INTERNAL_ASSERT(it != shard.entries.end(), "tracking allocator: freeing unknown pointer");
+      if (it == shard.entries.end()) {
+        // Not ours: LibTorch 1.13 has kernels (GELU's) that take a buffer from
+        // the default allocator and hand it back through GetCPUAllocator()'s
+        // raw deleter. It belongs to the wrapped allocator.
+        instance->inner_->raw_deallocate(data);
+        return;
+      }
       entry = std::move(it->second);
       shard.entries.erase(it);
     }

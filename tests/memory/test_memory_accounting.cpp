@@ -45,6 +45,11 @@ TEST(TrackingAllocator, CountsKnownAllocationsAndTheirRelease) {
   EXPECT_GE(memory::cpu_allocator_counts().peak_bytes - start, 4 * n);
   EXPECT_EQ(current(), start);
 
+  // GELU's kernel frees a default-allocator buffer through GetCPUAllocator()'s
+  // raw deleter: handed to the wrapped allocator, counts unchanged.
+  { auto y = torch::gelu(torch::randn({n})); }
+  EXPECT_EQ(current(), start);
+
   // The raw interface (context == data, as with the default allocator).
   void* raw = c10::GetCPUAllocator()->raw_allocate(1000);
   EXPECT_EQ(current() - start, 1000);

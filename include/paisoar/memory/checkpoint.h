@@ -58,7 +58,7 @@ torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& x, std::vecto
 template <typename ModulePtr>
 torch::Tensor checkpointed(const ModulePtr& module, const torch::Tensor& x,
                            const CheckpointOptions& options = {}) {
-  return checkpoint([module](const torch::Tensor& in) { return module->forward(in); }, x,
+  return checkpoint([m = module](const torch::Tensor& in) mutable { return m->forward(in); }, x,
                     module->parameters(), options);
 }
 
