@@ -6,6 +6,7 @@
 #include "paisoar/comm.h"
 #include "paisoar/data.h"
 #include "paisoar/ddp.h"
+#include "paisoar/memory.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"
 #include "paisoar/profiler.h"

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "src/amp/cast_floating.h"
+#include "src/util/module_wrap.h"
 
 namespace paisoar::amp {
 
@@ -51,14 +52,7 @@ torch::Tensor PrecisionScope::cast(const torch::Tensor& x) const {
 PinnedImpl::PinnedImpl(torch::nn::AnyModule module, Precision precision)
     : module_(std::move(module)), precision_(precision) {
   TORCH_CHECK(!module_.is_empty(), "Pinned needs a module to wrap");
-  // Registered under their own names (shared, not copied), so the wrapper is
-  // invisible to state_dict, optimizers, to() and zero_grad().
-  const auto inner = module_.ptr();
-  for (const auto& p : inner->named_parameters(/*recurse=*/false)) {
-    register_parameter(p.key(), p.value(), p.value().requires_grad());
-  }
-  for (const auto& b : inner->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
-  for (const auto& c : inner->named_children()) register_module(c.key(), c.value());
+  paisoar::detail::adopt_module_state(*this, *module_.ptr());
 }
 
 torch::Tensor PinnedImpl::forward(torch::Tensor x) {
@@ -66,10 +60,7 @@ torch::Tensor PinnedImpl::forward(torch::Tensor x) {
   return module_.forward<torch::Tensor>(scope.cast(x));
 }
 
-void PinnedImpl::train(bool on) {
-  torch::nn::Module::train(on);
-  module_.ptr()->train(on);  // the wrapped module itself is not one of our children
-}
+void PinnedImpl::train(bool on) { paisoar::detail::forward_train(*this, *module_.ptr(), on); }
 
 void PinnedImpl::pretty_print(std::ostream& stream) const {
   stream << "paisoar::amp::Pinned(" << to_string(precision_) << ", ";
@@ -148,21 +139,14 @@ Precision PrecisionPolicy::precision_for(const std::string& module_name) const {
 
 torch::nn::Sequential PrecisionPolicy::apply(const torch::nn::Sequential& model,
                                              const std::string& prefix) const {
-  torch::nn::Sequential out;
-  const auto children = model->named_children();
-  TORCH_INTERNAL_ASSERT(children.size() == model->size());
-  for (size_t i = 0; i < model->size(); ++i) {
-    const std::string& name = children[i].key();
-    const std::string path = prefix.empty() ? name : prefix + "." + name;
-    const Precision precision = precision_for(path);
-    const torch::nn::AnyModule& child = model->begin()[i];
-    if (precision == Precision::Inherit) {
-      out->push_back(name, child);
-    } else {
-      out->push_back(name, torch::nn::AnyModule(Pinned(child, precision)));
-    }
-  }
-  return out;
+  return paisoar::detail::rewrite_children(
+      model, prefix,
+      [this](const std::string& path,
+             const torch::nn::AnyModule& child) -> std::optional<torch::nn::AnyModule> {
+        const Precision precision = precision_for(path);
+        if (precision == Precision::Inherit) return std::nullopt;
+        return torch::nn::AnyModule(Pinned(child, precision));
+      });
 }
 
 }  // namespace paisoar::amp

@@ -1,0 +1,30 @@
+// device_memory on CUDA: the caching allocator's statistics (what
+// torch.cuda.memory_allocated / max_memory_allocated report).
+#include "src/memory/cuda_memory.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+namespace paisoar::memory::detail {
+namespace {
+
+int device_of(c10::DeviceIndex index) { return index < 0 ? c10::cuda::current_device() : index; }
+
+}  // namespace
+
+DeviceMemory cuda_memory(c10::DeviceIndex index) {
+  using c10::cuda::CUDACachingAllocator::StatType;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_of(index));
+  const auto all = static_cast<size_t>(StatType::AGGREGATE);
+  DeviceMemory m;
+  m.current_bytes = stats.allocated_bytes[all].current;
+  m.peak_bytes = stats.allocated_bytes[all].peak;
+  m.reserved_bytes = stats.reserved_bytes[all].current;
+  return m;
+}
+
+void reset_cuda_peak(c10::DeviceIndex index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device_of(index));
+}
+
+}  // namespace paisoar::memory::detail
