@@ -134,8 +134,8 @@ inline std::shared_ptr<torch::nn::Module> zero_model(torch::nn::Sequential net, 
 }
 
 inline torch::Tensor zero_forward(const std::shared_ptr<torch::nn::Module>& model, int stage, const torch::Tensor& x) {
-  if (stage == 3) return std::static_pointer_cast<zero::LayerListImpl>(model)->forward(x);
-  return std::static_pointer_cast<torch::nn::SequentialImpl>(model)->forward(x);
+  if (stage == 3) return std::dynamic_pointer_cast<zero::LayerListImpl>(model)->forward(x);
+  return std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model)->forward(x);
 }
 
 inline zero::OptimizerFactory factory(const Recipe& r) {
