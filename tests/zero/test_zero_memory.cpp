@@ -4,6 +4,9 @@
 // stage 3: 16/N) within 10%; and the shard layout's padding arithmetic.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "tests/support/expect_error.h"
 #include "tests/zero/zero_harness.h"
 
 using namespace paisoar;
@@ -60,6 +63,11 @@ TEST_P(ZeroMemoryStages, MatchesTheFormula) {
     opt.step();
     const auto m = opt.memory();
     const double got = per_param(m.total(), n);
+    if (rank == 0) {
+      std::printf("[ zero mem ] world %d stage %d: %.3f bytes/param (params %.3f, grads %.3f, state %.3f), "
+                  "formula %.3f\n", world, stage, got, per_param(m.params, n), per_param(m.grads, n),
+                  per_param(m.optimizer_state, n), formula);
+    }
     EXPECT_NEAR(got, formula, 0.1 * formula)
         << "params " << per_param(m.params, n) << " grads " << per_param(m.grads, n) << " state "
         << per_param(m.optimizer_state, n);
@@ -73,6 +81,43 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, ZeroMemoryStages,
                            return "world" + std::to_string(std::get<0>(info.param)) + "_stage" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// A 1-rank ZeRO works and says it saves nothing.
+TEST(ZeroSingleRank, SaysItSavesNothing) {
+  paisoar::testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    auto net = big_net();
+    zero::ZeroOptions o;
+    o.stage = 2;
+    ::testing::internal::CaptureStderr();
+    zero::ZeroOptimizer opt(net.ptr(), comm, paisoar::testing::factory({}), o);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("saves no memory"), std::string::npos) << err;
+  });
+}
+
+// Bad input: a stage out of range, a factory that ignores the shard.
+TEST(ZeroErrors, BadStageAndForeignOptimizer) {
+  paisoar::testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    auto net = big_net();
+    zero::ZeroOptions o;
+    o.stage = 4;
+    paisoar::testing::expect_error([&] { zero::ZeroOptimizer(net.ptr(), comm, paisoar::testing::factory({}), o); },
+                                   {"stage must be 1, 2 or 3", "got 4"});
+    o.stage = 3;
+    paisoar::testing::expect_error([&] { zero::ZeroOptimizer(net.ptr(), comm, paisoar::testing::factory({}), o); },
+                                   {"LayerList"});
+    o.stage = 1;
+    o.warn_single_rank = false;
+    auto other = big_net();
+    paisoar::testing::expect_error(
+        [&] {
+          zero::ZeroOptimizer(net.ptr(), comm, [&](const std::vector<zero::ShardParam>&) {
+            return std::make_unique<torch::optim::SGD>(other->parameters(), 0.1);
+          }, o);
+        },
+        {"tensors_of(shard)"});
+  });
+}
 
 TEST(ShardLayout, PadsEachUnitToTheWorldSize) {
   // Two units: {params 0, 1} = 5 + 3 = 8 elements, {param 2} = 4; 3 ranks.
