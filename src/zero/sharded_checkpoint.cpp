@@ -27,7 +27,7 @@ std::string piece_key(const std::string& prefix, const ShardParam& s) {
 void add_sharded_optimizer_state(const ZeroOptimizer& z, checkpoint::TensorMap& tensors,
                                  checkpoint::Metadata& metadata) {
   checkpoint::TensorMap raw;
-  auto& inner = const_cast<ZeroOptimizer&>(z).inner();
+  const auto& inner = z.inner();
   checkpoint::add_optimizer_state(inner, raw, metadata);
   TORCH_CHECK(raw.count("optim.archive") == 0, "save_sharded: ", metadata["optim.type"],
               " does not save in torch::optim's layout, so its sharded state cannot be split by parameter");
@@ -148,9 +148,9 @@ checkpoint::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
 
   torch::NoGradGuard no_grad;
   for (const auto& s : z.shard()) {
-    const_cast<torch::Tensor&>(s.tensor).copy_(set.params.at(s.name).narrow(0, s.param_begin, s.tensor.numel()));
+    s.tensor.copy_(set.params.at(s.name).narrow(0, s.param_begin, s.tensor.numel()));
   }
-  for (const auto& [name, b] : z.named_buffers()) const_cast<torch::Tensor&>(b).copy_(set.buffers.at(name));
+  for (const auto& [name, b] : z.named_buffers()) b.copy_(set.buffers.at(name));
   z.publish();
   return set.metadata;
 }

@@ -305,6 +305,7 @@ std::vector<std::pair<std::string, torch::Tensor>> ZeroOptimizer::named_buffers(
 }
 torch::ScalarType ZeroOptimizer::param_dtype() const { return impl_->dtype_; }
 torch::optim::Optimizer& ZeroOptimizer::inner() { return *impl_->inner_; }
+const torch::optim::Optimizer& ZeroOptimizer::inner() const { return *impl_->inner_; }
 std::shared_ptr<comm::Communicator> ZeroOptimizer::comm() const { return impl_->comm_; }
 void ZeroOptimizer::publish() { impl_->publish(); }
 

@@ -111,6 +111,7 @@ class ZeroOptimizer : public torch::optim::Optimizer {
   torch::ScalarType param_dtype() const;  // the model's (the shard is fp32)
   std::vector<std::pair<std::string, torch::Tensor>> named_buffers() const;
   torch::optim::Optimizer& inner();
+  const torch::optim::Optimizer& inner() const;
   std::shared_ptr<comm::Communicator> comm() const;
   // Collective: every parameter whole, gathered from all ranks' fp32 shards
   // (the model's order and shapes, fp32). For inspection and tests; stage 3
