@@ -16,6 +16,7 @@ using Command = std::function<int(int argc, char** argv)>;
 Command add_demo_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
+Command add_zero_consolidate_command(CLI::App& app);
 Command add_bench_comm_command(CLI::App& bench);
 Command add_bench_optim_command(CLI::App& bench);
 Command add_bench_amp_command(CLI::App& bench);

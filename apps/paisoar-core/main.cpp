@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   auto demo = paisoar::app::add_demo_command(app);
   auto train = paisoar::app::add_train_command(app);
   auto convert = paisoar::app::add_convert_command(app);
+  auto zero_consolidate = paisoar::app::add_zero_consolidate_command(app);
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   bench->require_subcommand(1);
   auto bench_comm = paisoar::app::add_bench_comm_command(*bench);
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("demo")) return demo(argc, argv);
     if (app.got_subcommand("train")) return train(argc, argv);
     if (app.got_subcommand("convert")) return convert(argc, argv);
+    if (app.got_subcommand("zero-consolidate")) return zero_consolidate(argc, argv);
     if (bench->got_subcommand("comm")) return bench_comm(argc, argv);
     if (bench->got_subcommand("optim")) return bench_optim(argc, argv);
     if (bench->got_subcommand("amp")) return bench_amp(argc, argv);

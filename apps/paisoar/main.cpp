@@ -32,6 +32,7 @@ constexpr Subcommand kSubcommands[] = {
     {"launch", "start N ranks of a program as one distributed job (torchrun's flags)", false},
     {"train", "data-parallel mixed-precision training of the reference CNN on Fashion-MNIST", true},
     {"convert", "IDX files or an image folder into record shards for fast loading", true},
+    {"zero-consolidate", "a sharded ZeRO checkpoint into one full safetensors model file", true},
     {"demo", "check collectives across the launched ranks", true},
     {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},
 };
@@ -44,7 +45,7 @@ void print_usage(std::FILE* out) {
                "       paisoar --version\n\nCommands:\n",
                PAISOAR_VERSION);
   for (const Subcommand& c : kSubcommands) {
-    std::fprintf(out, "  %-9s %s%s\n", c.name, c.summary, c.in_core ? " (paisoar-core)" : "");
+    std::fprintf(out, "  %-16s %s%s\n", c.name, c.summary, c.in_core ? " (paisoar-core)" : "");
   }
   std::fprintf(out,
                "\nCommands marked (paisoar-core) run the paisoar-core binary installed next to\n"

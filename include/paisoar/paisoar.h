@@ -11,3 +11,4 @@
 #include "paisoar/optim.h"
 #include "paisoar/profiler.h"
 #include "paisoar/version.h"
+#include "paisoar/zero.h"

@@ -1,0 +1,30 @@
+// MemoryBytes: the bytes of parameters, gradients and optimizer state one rank
+// holds, counted from the tensor storages it owns (each storage once), to set
+// against ZeRO's formulas (fp32 Adam: DDP 16 bytes/param; stage 1 4+4+8/N;
+// stage 2 4+12/N; stage 3 16/N).
+#pragma once
+
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace paisoar::zero {
+
+struct MemoryBytes {
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer_state = 0;
+  int64_t total() const { return params + grads + optimizer_state; }
+};
+
+// Bytes of the distinct storages behind `tensors` (undefined ones skipped).
+int64_t storage_bytes(const std::vector<torch::Tensor>& tensors);
+// Bytes of the state tensors `optimizer` holds (its save() layout; numbers count 8).
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+// What a plain (DDP) rank holds: all parameters, their gradients, the state.
+MemoryBytes replicated_memory(const std::vector<torch::Tensor>& params,
+                              const torch::optim::Optimizer& optimizer);
+
+}  // namespace paisoar::zero

@@ -1,0 +1,25 @@
+// ZeroOptions: which ZeRO stage, and how parameters are grouped into units
+// (gradient buckets) for stages 1 and 2.
+#pragma once
+
+namespace paisoar::zero {
+
+struct ZeroOptions {
+  // 1: optimizer state sharded; 2: + gradients; 3: + parameters (needs a
+  // zero::LayerList model, see layer_list.h).
+  int stage = 1;
+  // Stages 1-2: parameters are bucketed like DDP's (reverse registration
+  // order, the first bucket smaller so communication starts early); each
+  // bucket is one unit, padded to a multiple of the world size.
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  // Reduce-scatter a unit's gradients as soon as its last one is in (during
+  // backward); false: all units at the end of backward (a baseline).
+  bool overlap = true;
+  // Stage 3: gather the next layer's parameters while this one computes.
+  bool prefetch = true;
+  // Print the one-line note that a 1-rank ZeRO saves no memory.
+  bool warn_single_rank = true;
+};
+
+}  // namespace paisoar::zero

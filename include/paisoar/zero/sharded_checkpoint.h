@@ -1,0 +1,36 @@
+// Sharded ZeRO checkpoints: each rank writes its own shard (parameters as fp32
+// master values and optimizer state, both by parameter name and element
+// range) to <dir>/zero-<rank>-of-<world>.safetensors; any number of ranks can
+// load them back, and consolidate_shards() writes the one full model file.
+#pragma once
+
+#include <string>
+
+#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/zero/zero_optimizer.h"
+
+namespace paisoar::zero {
+
+// Collective. Writes this rank's file (rank 0's also holds the model's
+// buffers); `metadata` (step, epoch, scaler state as text...) goes into every
+// file. All files of one save share a run id, so a later load notices files
+// mixed from two saves. Write each checkpoint to its own directory.
+// Throws c10::Error naming the directory if it cannot be written.
+void save_sharded(const ZeroOptimizer& optimizer, const std::string& dir,
+                  const checkpoint::Metadata& metadata = {});
+
+// Collective. Reads every shard file in `dir` (written by any number of
+// ranks), puts this rank's part of the parameters and optimizer state in
+// place, the buffers too, and all-gathers the parameters into the model.
+// Returns rank 0's file metadata. Throws c10::Error listing what is wrong:
+// missing shard files, files from another save (run id) or world size, or a
+// model whose parameter names or shapes differ; nothing is changed then.
+checkpoint::Metadata load_sharded(ZeroOptimizer& optimizer, const std::string& dir);
+
+// Reads the shard files in `dir` and writes the full model to `out_path` as
+// one safetensors file: "model.<name>" for every parameter (in the model's
+// dtype) and buffer, the layout capture_training_state() uses, so
+// restore_training_state() or Python's safetensors read it. Not collective.
+void consolidate_shards(const std::string& dir, const std::string& out_path);
+
+}  // namespace paisoar::zero

@@ -1,0 +1,93 @@
+// ZeRO stage 3: a unit's parameters live in one flat storage that is allocated
+// and all-gathered from the ranks' fp32 master chunks when the layer runs, and
+// released (storage resized to 0 bytes, as FSDP does) when it is done. Tensors
+// autograd saved from the layer's forward share that storage, so re-gathering
+// it before the layer's backward makes them valid again.
+#include <torch/torch.h>
+
+#include "paisoar/comm/communicator.h"
+#include "src/zero/zero_impl.h"
+
+namespace paisoar::zero {
+namespace {
+
+void free_storage(const torch::Tensor& t) {
+  auto* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
+  s->set_nbytes(0);
+}
+
+void alloc_storage(const torch::Tensor& t, size_t nbytes) {
+  auto* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(s->allocator()->allocate(nbytes));
+  s->set_nbytes(nbytes);
+}
+
+// Identity in forward; its backward runs just before the layer's own backward
+// nodes (they consume its output gradient), so it re-gathers the layer there
+// and prefetches the layer before it.
+struct RegatherBeforeBackward : torch::autograd::Function<RegatherBeforeBackward> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t engine,
+                               int64_t layer) {
+    ctx->saved_data["engine"] = engine;
+    ctx->saved_data["layer"] = layer;
+    return x;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto* engine = reinterpret_cast<ZeroOptimizer::Impl*>(ctx->saved_data["engine"].toInt());
+    engine->on_pre_backward(static_cast<size_t>(ctx->saved_data["layer"].toInt()));
+    return {grads[0], torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+void ZeroOptimizer::Impl::gather_async(size_t u) {
+  auto& unit = units_[u];
+  if (unit.gathered || unit.gathering) return;
+  torch::NoGradGuard no_grad;
+  alloc_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
+  torch::Tensor mine = own_chunk(unit.full);
+  mine.copy_(unit.master);  // rounded once for bf16/fp16 models
+  unit.gather_work = comm_->allgather_into(unit.full, mine);
+  unit.gathering = true;
+}
+
+void ZeroOptimizer::Impl::wait_gathered(size_t u) {
+  auto& unit = units_[u];
+  if (!unit.gathered && !unit.gathering) gather_async(u);
+  if (unit.gathering) {
+    unit.gather_work.wait();
+    unit.gathering = false;
+    unit.gathered = true;
+  }
+}
+
+void ZeroOptimizer::Impl::free_params(size_t u) {
+  auto& unit = units_[u];
+  if (unit.gathering) wait_gathered(u);  // peers still send into it until the gather is done
+  if (!unit.gathered) return;
+  free_storage(unit.full);
+  unit.gathered = false;
+}
+
+torch::Tensor ZeroOptimizer::Impl::run_layer(size_t k, const torch::Tensor& x,
+                                             const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  wait_gathered(k);
+  if (options_.prefetch && k + 1 < units_.size()) gather_async(k + 1);
+  torch::Tensor out = fn(x);
+  if (torch::GradMode::is_enabled() && out.requires_grad()) {
+    out = RegatherBeforeBackward::apply(out, reinterpret_cast<int64_t>(this), static_cast<int64_t>(k));
+  }
+  free_params(k);
+  return out;
+}
+
+void ZeroOptimizer::Impl::on_pre_backward(size_t k) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wait_gathered(k);
+  if (options_.prefetch && k > 0) gather_async(k - 1);
+}
+
+}  // namespace paisoar::zero

@@ -1,0 +1,135 @@
+// Reading one sharded ZeRO checkpoint: which files must be there, that they
+// come from one save, and the full parameters and optimizer fields rebuilt
+// from the pieces each rank wrote.
+#include "src/zero/shard_set.h"
+
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "paisoar/checkpoint/safetensors.h"
+
+namespace paisoar::zero::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+const std::string& meta(const checkpoint::Checkpoint& ck, const std::string& key) {
+  auto it = ck.metadata.find(key);
+  TORCH_CHECK(it != ck.metadata.end(), "'", ck.source, "' is not a ZeRO shard file (no '", key,
+              "' in its metadata)");
+  return it->second;
+}
+
+// "<prefix><name>@<begin>[.<field>]" -> name, begin, field.
+bool parse_piece_key(const std::string& key, const std::string& prefix, std::string& name,
+                     int64_t& begin, std::string& field) {
+  if (key.rfind(prefix, 0) != 0) return false;
+  const size_t at = key.rfind('@');
+  if (at == std::string::npos || at < prefix.size()) return false;
+  name = key.substr(prefix.size(), at - prefix.size());
+  const size_t dot = key.find('.', at);
+  begin = std::stoll(key.substr(at + 1, dot == std::string::npos ? std::string::npos : dot - at - 1));
+  field = dot == std::string::npos ? "" : key.substr(dot + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string shard_file_name(int rank, int world) {
+  return "zero-" + std::to_string(rank) + "-of-" + std::to_string(world) + ".safetensors";
+}
+
+ShardSet read_shard_set(const std::string& dir) {
+  std::error_code ec;
+  TORCH_CHECK(fs::is_directory(dir, ec), "ZeRO checkpoint directory '", dir, "' does not exist");
+  const std::regex pattern(R"(zero-(\d+)-of-(\d+)\.safetensors)");
+  std::map<int, std::set<int>> ranks_by_world;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern)) ranks_by_world[std::stoi(m[2])].insert(std::stoi(m[1]));
+  }
+  TORCH_CHECK(!ranks_by_world.empty(), "'", dir, "' holds no ZeRO shard files (zero-<rank>-of-<world>.safetensors); "
+              "was the checkpoint written by save_sharded?");
+  if (ranks_by_world.size() > 1) {
+    std::vector<std::string> saves;
+    for (const auto& [w, ranks] : ranks_by_world) {
+      saves.push_back(std::to_string(ranks.size()) + " file(s) of a " + std::to_string(w) + "-rank save");
+    }
+    TORCH_CHECK(false, "'", dir, "' mixes shards of several saves (", join(saves),
+                "); keep one sharded checkpoint per directory");
+  }
+  ShardSet set;
+  set.dir = dir;
+  set.world = ranks_by_world.begin()->first;
+  std::vector<std::string> missing;
+  for (int r = 0; r < set.world; ++r) {
+    if (!ranks_by_world.begin()->second.count(r)) missing.push_back(shard_file_name(r, set.world));
+  }
+  TORCH_CHECK(missing.empty(), "ZeRO checkpoint '", dir, "' is incomplete: missing ", join(missing), " of the ",
+              set.world, " shard files; copy them from the ranks that wrote them (every rank writes its own)");
+
+  std::vector<checkpoint::Checkpoint> files;
+  for (int r = 0; r < set.world; ++r) files.push_back(checkpoint::load_safetensors(dir + "/" + shard_file_name(r, set.world)));
+  const std::string& run = meta(files[0], "zero.run");
+  std::vector<std::string> foreign;
+  for (int r = 1; r < set.world; ++r) {
+    if (meta(files[r], "zero.run") != run) foreign.push_back(shard_file_name(r, set.world));
+  }
+  TORCH_CHECK(foreign.empty(), "ZeRO checkpoint '", dir, "' mixes two saves: ", join(foreign),
+              " come from another save than ", shard_file_name(0, set.world), " (run ids differ); restore the "
+              "files of one save");
+  set.metadata = files[0].metadata;
+  set.dtype = meta(files[0], "zero.dtype");
+  for (const auto& entry : nlohmann::json::parse(meta(files[0], "zero.params"))) {
+    const std::string name = entry.at(0).get<std::string>();
+    set.names.push_back(name);
+    set.shapes[name] = entry.at(1).get<std::vector<int64_t>>();
+    int64_t numel = 1;
+    for (int64_t d : set.shapes[name]) numel *= d;
+    set.params[name] = torch::zeros({numel}, torch::kFloat);
+  }
+  std::map<std::string, int64_t> covered;
+  for (const auto& file : files) {
+    for (const auto& [key, t] : file.tensors) {
+      std::string name, field;
+      int64_t begin = 0;
+      if (parse_piece_key(key, "model.", name, begin, field)) {
+        auto it = set.params.find(name);
+        TORCH_CHECK(it != set.params.end() && begin >= 0 && begin + t.numel() <= it->second.numel(),
+                    "'", file.source, "': piece '", key, "' lies outside the saved parameters");
+        it->second.narrow(0, begin, t.numel()).copy_(t.reshape({-1}));
+        covered[name] += t.numel();
+      } else if (parse_piece_key(key, "optim.", name, begin, field)) {
+        if (t.dim() == 0) {
+          set.scalars[name][field] = t;
+          continue;
+        }
+        auto& full = set.elementwise[name][field];
+        if (!full.defined()) full = torch::zeros({set.params.at(name).numel()}, t.options());
+        full.narrow(0, begin, t.numel()).copy_(t.reshape({-1}));
+      } else if (key.rfind("model.", 0) == 0 && &file == &files[0]) {
+        set.buffers[key.substr(6)] = t;
+      }
+    }
+  }
+  for (const auto& name : set.names) {
+    TORCH_CHECK(covered[name] == set.params[name].numel(), "ZeRO checkpoint '", dir, "': the shard files hold ",
+                covered[name], " of the ", set.params[name].numel(), " elements of parameter '", name,
+                "'; a shard file is damaged or from another save");
+  }
+  return set;
+}
+
+}  // namespace paisoar::zero::detail

@@ -1,0 +1,173 @@
+// save_sharded / load_sharded / consolidate_shards: each rank's pieces keyed by
+// parameter name and element range ("model.<name>@<begin>",
+// "optim.<name>@<begin>.<field>"), so a save by N ranks loads on M.
+#include "paisoar/zero/sharded_checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "paisoar/checkpoint/optimizer_state.h"
+#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/comm/communicator.h"
+#include "src/zero/shard_set.h"
+
+namespace paisoar::zero {
+namespace {
+
+std::string piece_key(const std::string& prefix, const ShardParam& s) {
+  return prefix + s.name + "@" + std::to_string(s.param_begin);
+}
+
+// optim.<i>.<field> (i = index among the inner optimizer's parameters, which
+// are the shard tensors in order) -> optim.<name>@<begin>.<field>.
+void add_sharded_optimizer_state(const ZeroOptimizer& z, checkpoint::TensorMap& tensors,
+                                 checkpoint::Metadata& metadata) {
+  checkpoint::TensorMap raw;
+  const auto& inner = z.inner();
+  checkpoint::add_optimizer_state(inner, raw, metadata);
+  TORCH_CHECK(raw.count("optim.archive") == 0, "save_sharded: ", metadata["optim.type"],
+              " does not save in torch::optim's layout, so its sharded state cannot be split by parameter");
+  std::vector<const ShardParam*> order;
+  for (const auto& g : inner.param_groups()) {
+    for (const auto& p : g.params()) {
+      for (const auto& s : z.shard()) {
+        if (s.tensor.is_same(p)) order.push_back(&s);
+      }
+    }
+  }
+  for (const auto& [key, t] : raw) {
+    const size_t dot = key.find('.', 6);
+    const size_t i = std::stoul(key.substr(6, dot - 6));
+    tensors[piece_key("optim.", *order.at(i)) + key.substr(dot)] = t;
+  }
+}
+
+}  // namespace
+
+void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoint::Metadata& extra) {
+  auto comm = z.comm();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  TORCH_CHECK(std::filesystem::is_directory(dir), "save_sharded: cannot create directory '", dir, "'",
+              ec ? ": " + ec.message() : std::string());
+  // One id for the files of this save, from rank 0.
+  torch::Tensor run = torch::zeros({1}, torch::kInt64);
+  if (comm->rank() == 0) {
+    std::random_device rd;
+    run[0] = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32) | rd()) >> 1);
+  }
+  comm->broadcast(run, 0).wait();
+
+  checkpoint::TensorMap tensors;
+  checkpoint::Metadata metadata = extra;
+  for (const auto& s : z.shard()) tensors[piece_key("model.", s)] = s.tensor.detach();
+  add_sharded_optimizer_state(z, tensors, metadata);
+  if (comm->rank() == 0) {
+    for (const auto& [name, b] : z.named_buffers()) tensors["model." + name] = b;
+  }
+  nlohmann::json params = nlohmann::json::array();
+  for (size_t i = 0; i < z.param_names().size(); ++i) params.push_back({z.param_names()[i], z.param_shapes()[i]});
+  metadata["zero.run"] = std::to_string(run[0].item<int64_t>());
+  metadata["zero.world"] = std::to_string(comm->size());
+  metadata["zero.rank"] = std::to_string(comm->rank());
+  metadata["zero.stage"] = std::to_string(z.stage());
+  metadata["zero.params"] = params.dump();
+  metadata["zero.dtype"] = c10::toString(z.param_dtype());
+  checkpoint::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors, metadata);
+  comm->barrier().wait();  // every file is in place when any rank returns
+}
+
+
+checkpoint::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
+  const detail::ShardSet set = detail::read_shard_set(dir);
+  // Everything is checked before anything changes.
+  std::vector<std::string> problems;
+  for (size_t i = 0; i < z.param_names().size(); ++i) {
+    const auto& name = z.param_names()[i];
+    auto it = set.shapes.find(name);
+    if (it == set.shapes.end()) {
+      problems.push_back("missing '" + name + "'");
+    } else if (it->second != z.param_shapes()[i]) {
+      problems.push_back("'" + name + "' has shape " + c10::str(c10::IntArrayRef(it->second)) + " in the files, " +
+                         c10::str(c10::IntArrayRef(z.param_shapes()[i])) + " in the model");
+    }
+  }
+  for (const auto& name : set.names) {
+    if (std::find(z.param_names().begin(), z.param_names().end(), name) == z.param_names().end()) {
+      problems.push_back("unexpected '" + name + "'");
+    }
+  }
+  for (const auto& [name, b] : z.named_buffers()) {
+    auto it = set.buffers.find(name);
+    if (it == set.buffers.end()) problems.push_back("missing buffer '" + name + "'");
+    else if (it->second.sizes() != b.sizes()) problems.push_back("buffer '" + name + "' has another shape");
+  }
+  if (!problems.empty()) {
+    std::string list;
+    for (const auto& p : problems) list += "\n  " + p;
+    TORCH_CHECK(false, "ZeRO checkpoint '", dir, "' does not fit this model:", list);
+  }
+
+  // This rank's optimizer state, as restore_optimizer_state reads it.
+  auto& inner = z.inner();
+  checkpoint::Checkpoint optim;
+  optim.source = dir;
+  for (const char* key : {"optim.type", "optim.scalar_fields"}) optim.metadata[key] = set.metadata.at(key);
+  nlohmann::json groups = nlohmann::json::parse(set.metadata.at("optim.groups"));
+  TORCH_CHECK(groups.size() == inner.param_groups().size(), "ZeRO checkpoint '", dir, "' has ", groups.size(),
+              " optimizer groups, this optimizer ", inner.param_groups().size(),
+              "; build the optimizer with the groups it was saved with");
+  for (size_t g = 0; g < groups.size(); ++g) groups[g]["params"] = inner.param_groups()[g].params().size();
+  optim.metadata["optim.groups"] = groups.dump();
+  int64_t index = 0;
+  for (const auto& g : inner.param_groups()) {
+    for (const auto& p : g.params()) {
+      const ShardParam* s = nullptr;
+      for (const auto& candidate : z.shard()) {
+        if (candidate.tensor.is_same(p)) s = &candidate;
+      }
+      const std::string prefix = "optim." + std::to_string(index++) + ".";
+      if (auto it = set.elementwise.find(s->name); it != set.elementwise.end()) {
+        for (const auto& [field, full] : it->second) {
+          optim.tensors[prefix + field] = full.narrow(0, s->param_begin, s->tensor.numel()).clone();
+        }
+      }
+      if (auto it = set.scalars.find(s->name); it != set.scalars.end()) {
+        for (const auto& [field, value] : it->second) optim.tensors[prefix + field] = value.clone();
+      }
+    }
+  }
+  checkpoint::restore_optimizer_state(inner, optim);
+  for (size_t g = 0; g < inner.param_groups().size(); ++g) {
+    z.param_groups()[g].set_options(inner.param_groups()[g].options().clone());
+  }
+
+  torch::NoGradGuard no_grad;
+  for (const auto& s : z.shard()) {
+    s.tensor.copy_(set.params.at(s.name).narrow(0, s.param_begin, s.tensor.numel()));
+  }
+  for (const auto& [name, b] : z.named_buffers()) b.copy_(set.buffers.at(name));
+  z.publish();
+  return set.metadata;
+}
+
+void consolidate_shards(const std::string& dir, const std::string& out_path) {
+  const detail::ShardSet set = detail::read_shard_set(dir);
+  torch::ScalarType dtype = torch::kFloat;
+  for (auto t : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
+    if (set.dtype == c10::toString(t)) dtype = t;
+  }
+  checkpoint::TensorMap tensors;
+  for (const auto& name : set.names) tensors["model." + name] = set.params.at(name).to(dtype).reshape(set.shapes.at(name));
+  for (const auto& [name, b] : set.buffers) tensors["model." + name] = b;
+  checkpoint::Metadata metadata;
+  for (const char* key : {"zero.run", "zero.world", "zero.stage"}) metadata[key] = set.metadata.at(key);
+  metadata["zero.consolidated_from"] = dir;
+  checkpoint::save_safetensors(out_path, tensors, metadata);
+}
+
+}  // namespace paisoar::zero

@@ -1,0 +1,103 @@
+// ZeroOptimizer::Impl, shared by the files that implement it:
+// zero_optimizer.cpp (construction, the shard, step, memory),
+// grad_sharding.cpp (backward hooks, reduce-scatter per unit, end of backward)
+// and param_gather.cpp (stage 3: gathering and freeing layer parameters).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "paisoar/comm/work.h"
+#include "paisoar/zero/zero_optimizer.h"
+
+namespace paisoar::zero {
+
+class ZeroOptimizer::Impl {
+ public:
+  struct Param {
+    torch::Tensor tensor;
+    std::string name;
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    uintptr_t hook_key = 0;
+  };
+  // One unit: a flat buffer of its parameters (model dtype), padded to a
+  // multiple of the world size; this rank owns elements [rank*chunk, (rank+1)*chunk).
+  struct Unit {
+    torch::Tensor full;        // the parameters; stage 3: storage freed between uses
+    torch::Tensor full_grad;   // the gradients; stage 1: always, else only during backward
+    torch::Tensor master;      // fp32 chunk the optimizer updates (may alias `full`)
+    torch::Tensor grad_chunk;  // fp32 averaged gradient chunk (may alias `full_grad`)
+    torch::Tensor reduced;     // reduce-scatter output when it cannot be grad_chunk
+    size_t pending = 0;        // gradients not in yet in this backward
+    comm::Work reduce_work;
+    comm::Work gather_work;
+    bool gathered = false;     // stage 3: `full` holds the parameters
+    bool gathering = false;    // stage 3: a gather is in flight
+  };
+
+  Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Module> model,
+       std::shared_ptr<comm::Communicator> comm, OptimizerFactory factory, ZeroOptions options);
+  ~Impl();
+
+  // --- construction (zero_optimizer.cpp)
+  std::vector<std::vector<size_t>> plan_units() const;
+  void build_units();
+  void build_shard(const OptimizerFactory& factory);
+  bool master_aliases_full() const;
+  bool chunk_aliases_grad() const;
+  torch::Tensor own_chunk(const torch::Tensor& full) const;
+
+  // --- gradients (grad_sharding.cpp)
+  void install_hooks();
+  void on_gradient(size_t index);
+  // Makes param i's gradient the alias of its slice of the unit's full_grad,
+  // allocating full_grad (zeros) when the unit has none.
+  void adopt_gradient(size_t i);
+  void ensure_full_grad(size_t u);
+  void launch_ready_units();
+  void launch_reduce(size_t u);
+  void finalize();
+  void release_full_grads();
+  void reset_iteration();
+
+  // --- parameters (zero_optimizer.cpp for 1-2, param_gather.cpp for 3)
+  void publish();
+  void gather_async(size_t u);
+  void wait_gathered(size_t u);
+  void free_params(size_t u);
+  // Stage 3: layer k's forward between its gather and its release, its output
+  // routed through the function that re-gathers it before its backward.
+  torch::Tensor run_layer(size_t k, const torch::Tensor& x,
+                          const std::function<torch::Tensor(const torch::Tensor&)>& fn);
+  void on_pre_backward(size_t k);
+
+  ZeroOptimizer& owner_;
+  std::shared_ptr<torch::nn::Module> model_;
+  std::shared_ptr<comm::Communicator> comm_;
+  ZeroOptions options_;
+  int rank_ = 0, world_ = 1;
+  std::vector<Param> params_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<std::string> names_;
+  torch::ScalarType dtype_ = torch::kFloat;
+  std::unique_ptr<ShardLayout> layout_;
+  std::vector<Unit> units_;
+  std::vector<size_t> order_;  // units in the order backward completes them
+  std::vector<ShardParam> shard_;
+  std::unique_ptr<torch::optim::Optimizer> inner_;
+
+  // Per-backward state; mutex_ guards it against autograd's threads.
+  std::mutex mutex_;
+  bool sync_ = true;
+  bool callback_queued_ = false;
+  size_t next_launch_ = 0;       // position in order_ of the first unit not launched
+  std::vector<char> ready_;
+  std::string error_;
+};
+
+}  // namespace paisoar::zero
