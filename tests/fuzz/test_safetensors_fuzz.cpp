@@ -139,7 +139,7 @@ class SafetensorsFuzz : public ::testing::Test {
     save_safetensors(dir_ / "valid.safetensors", small_tensors(), {{"epoch", "3"}});
     valid_ = testing::read_file_bytes(dir_ / "valid.safetensors");
   }
-  TempDir dir_{"fuzz_safetensors"};
+  TempDir dir_{"fuzz_safetensors", testing::fast_temp_parent()};
   std::string valid_;
 };
 
