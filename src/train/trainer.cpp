@@ -18,6 +18,7 @@
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/comm/communicator.h"
+#include "paisoar/comm/progress_board.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/optim/grad_clip.h"
@@ -26,6 +27,7 @@
 #include "src/train/optimizer_factory.h"
 #include "src/train/range_view.h"
 #include "src/train/trainer_checkpoint.h"
+#include "src/util/fault_point.h"
 
 namespace paisoar::train {
 namespace {
@@ -174,7 +176,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   checkpoint_options.every_steps = c.checkpoint.every_steps;
   checkpoint_options.keep_last = c.checkpoint.keep_last;
   checkpoint_options.rank = static_cast<int>(rank);
-  checkpoint::CheckpointManager checkpoints(checkpoint_options);
+  checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
   const TrainerState state{task.model.get(), optimizer.get(), &schedule, &scaler};
   TrainResult result;
   int64_t step = 0;
@@ -249,114 +251,123 @@ TrainResult Trainer::fit(const TrainTask& task) {
   const int64_t first_step = step;
   double train_seconds = 0;
   const auto start = Clock::now();
-  for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
-    const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
-    loader.start_epoch(epoch, first_batch);
-    double loss_sum = 0, wait_sum = 0;
-    int64_t epoch_steps = 0;
-    const auto epoch_start = Clock::now();
-    for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
-      prof.begin_step(step);
-      optimizer->zero_grad();
-      double step_loss = 0;
-      bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
-      for (int64_t micro = 0; micro < accumulation; ++micro) {
-        std::optional<data::Batch> batch;
-        {
-          auto timed = prof.phase(profiler::Phase::DataWait);
-          batch = loader.next();
-        }
-        if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
-        wait_sum += batch->wait_s;
-        batch->data = batch->data.to(model_device, /*non_blocking=*/true);
-        batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
-        reducer.set_sync(micro + 1 == accumulation);
-        torch::Tensor out, loss;
-        {
-          auto timed = prof.phase(profiler::Phase::Forward);
-          reducer.pre_forward();
-          amp::autocast guard(autocast_options);
-          out = task.forward(batch->data);
-          loss = loss_fn(out, batch->labels);
-        }
-        reducer.post_forward({out});
-        if (!finite_loss(loss, step)) {
-          skip = true;  // the rest of the step's micro-batches are dropped with it
-          break;
-        }
-        {
-          auto timed = prof.phase(profiler::Phase::Backward);
-          scaler.scale(loss / static_cast<double>(accumulation)).backward();
-        }
-        step_loss += loss.item<double>() / static_cast<double>(accumulation);
-      }
-      const auto& reducer_stats = reducer.last_stats();
-      prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
-      profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
-      {
-        auto timed = prof.phase(profiler::Phase::Optimizer);
-        if (skip) {
-          optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
-          ++skipped_steps;
-        } else {
-          if (c.optimizer.clip_grad_norm > 0) {
-            scaler.unscale_(*optimizer);
-            optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+  comm::ProgressBoard progress(comm_);  // names the ranks behind when a collective times out
+  try {
+    for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
+      const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
+      loader.start_epoch(epoch, first_batch);
+      double loss_sum = 0, wait_sum = 0;
+      int64_t epoch_steps = 0;
+      const auto epoch_start = Clock::now();
+      for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
+        progress.post(step);
+        prof.begin_step(step);
+        optimizer->zero_grad();
+        double step_loss = 0;
+        bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
+        for (int64_t micro = 0; micro < accumulation; ++micro) {
+          std::optional<data::Batch> batch;
+          {
+            auto timed = prof.phase(profiler::Phase::DataWait);
+            batch = loader.next();
           }
-          if (!scaler.step(*optimizer)) ++skipped_steps;
-          scaler.update();
+          if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
+          wait_sum += batch->wait_s;
+          batch->data = batch->data.to(model_device, /*non_blocking=*/true);
+          batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
+          reducer.set_sync(micro + 1 == accumulation);
+          torch::Tensor out, loss;
+          {
+            auto timed = prof.phase(profiler::Phase::Forward);
+            reducer.pre_forward();
+            amp::autocast guard(autocast_options);
+            out = task.forward(batch->data);
+            loss = loss_fn(out, batch->labels);
+          }
+          reducer.post_forward({out});
+          if (!finite_loss(loss, step)) {
+            skip = true;  // the rest of the step's micro-batches are dropped with it
+            break;
+          }
+          {
+            auto timed = prof.phase(profiler::Phase::Backward);
+            scaler.scale(loss / static_cast<double>(accumulation)).backward();
+          }
+          step_loss += loss.item<double>() / static_cast<double>(accumulation);
         }
-        schedule.step();
+        const auto& reducer_stats = reducer.last_stats();
+        prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
+        profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
+        {
+          auto timed = prof.phase(profiler::Phase::Optimizer);
+          if (skip) {
+            optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
+            ++skipped_steps;
+          } else {
+            if (c.optimizer.clip_grad_norm > 0) {
+              scaler.unscale_(*optimizer);
+              optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+            }
+            if (!scaler.step(*optimizer)) ++skipped_steps;
+            scaler.update();
+          }
+          schedule.step();
+        }
+        if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
+        prof.end_step();
+        ++step;
+        ++epoch_steps;
+        loss_sum += step_loss;
+        if (checkpoints.due(step) && save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step,
+                                                     loader.position(), config_text)) {
+          saved_step = step;
+        }
+        if (task.on_step) task.on_step(step);
+        util::fault_point("train.step", step);  // test-only: PAISOAR_TEST_FAULT=train.step:<k> kills here
+        if (lead && (step % c.train.log_every == 0 || step == total_steps || i + 1 == steps_per_epoch)) {
+          const double elapsed = seconds_since(epoch_start);
+          const double ms_per_step = 1e3 * elapsed / epoch_steps;
+          const auto& stats = reducer.last_stats();
+          std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
+                      "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
+                      static_cast<long long>(epoch), static_cast<long long>(step),
+                      static_cast<long long>(total_steps), loss_sum / epoch_steps,
+                      schedule.get_last_lr()[0], ms_per_step,
+                      c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9),
+                      1e3 * wait_sum / (epoch_steps * accumulation), 1e3 * stats.backward_s,
+                      1e3 * stats.exposed_comm_s);
+          std::fflush(stdout);
+          metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss_sum / epoch_steps},
+                         {"lr", schedule.get_last_lr()[0]}, {"ms_per_step", ms_per_step},
+                         {"data_wait_ms", 1e3 * wait_sum / (epoch_steps * accumulation)},
+                         {"loss_scale", scaler.get_scale()}, {"exposed_comm_ms", 1e3 * stats.exposed_comm_s}});
+        }
       }
-      if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
-      prof.end_step();
-      ++step;
-      ++epoch_steps;
-      loss_sum += step_loss;
-      if (checkpoints.due(step)) {
-        save_trainer_state(checkpoints, state, step, loader.position(), config_text);
-        saved_step = step;
-      }
-      if (task.on_step) task.on_step(step);
-      if (lead && (step % c.train.log_every == 0 || step == total_steps || i + 1 == steps_per_epoch)) {
-        const double elapsed = seconds_since(epoch_start);
-        const double ms_per_step = 1e3 * elapsed / epoch_steps;
-        const auto& stats = reducer.last_stats();
-        std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
-                    "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
-                    static_cast<long long>(epoch), static_cast<long long>(step),
-                    static_cast<long long>(total_steps), loss_sum / epoch_steps,
-                    schedule.get_last_lr()[0], ms_per_step,
-                    c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9),
-                    1e3 * wait_sum / (epoch_steps * accumulation), 1e3 * stats.backward_s,
-                    1e3 * stats.exposed_comm_s);
-        std::fflush(stdout);
-        metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss_sum / epoch_steps},
-                       {"lr", schedule.get_last_lr()[0]}, {"ms_per_step", ms_per_step},
-                       {"data_wait_ms", 1e3 * wait_sum / (epoch_steps * accumulation)},
-                       {"loss_scale", scaler.get_scale()}, {"exposed_comm_ms", 1e3 * stats.exposed_comm_s}});
+      train_seconds += seconds_since(epoch_start);
+      result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
+      const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
+      const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
+      if (task.eval_data && (last || due)) {
+        result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+        const double at = seconds_since(start);
+        if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 &&
+            result.accuracy >= c.eval.target_accuracy) {
+          result.time_to_target_s = at;
+        }
+        if (lead) {
+          std::printf("epoch %lld: test accuracy %.2f%% (%.1f s)\n", static_cast<long long>(epoch),
+                      result.accuracy, at);
+          std::fflush(stdout);
+        }
+        metrics.write({{"epoch", epoch}, {"step", step}, {"accuracy", result.accuracy}, {"seconds", at}});
       }
     }
-    train_seconds += seconds_since(epoch_start);
-    result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
-    const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
-    const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
-    if (task.eval_data && (last || due)) {
-      result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
-      const double at = seconds_since(start);
-      if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 &&
-          result.accuracy >= c.eval.target_accuracy) {
-        result.time_to_target_s = at;
-      }
-      if (lead) {
-        std::printf("epoch %lld: test accuracy %.2f%% (%.1f s)\n", static_cast<long long>(epoch),
-                    result.accuracy, at);
-        std::fflush(stdout);
-      }
-      metrics.write({{"epoch", epoch}, {"step", step}, {"accuracy", result.accuracy}, {"seconds", at}});
-    }
+  } catch (const comm::CommError& e) {
+    throw progress.explain(e, step);
   }
-  if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
+  if (saved_step != step) {
+    save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
+  }
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.
     result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
