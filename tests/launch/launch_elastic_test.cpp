@@ -1,0 +1,70 @@
+// Elastic restart end to end: `paisoar launch --max_restarts 1` runs a 2-rank
+// `paisoar train` with a checkpoint every 3 steps; rank 1 kills itself with
+// SIGKILL after step 5 of the first attempt (the test-only fault point
+// train.step, src/util/fault_point.h). The launcher stops rank 0, restarts
+// both, they resume from step 3, and the job completes by itself. The final
+// checkpoint's tensors equal an uninterrupted run's bit for bit (the data
+// sections of the two safetensors files are compared byte for byte; their
+// headers differ only in the config text, which names the run directory).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "launcher_runner.h"
+
+namespace paisoar::launch::testing {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The tensor bytes of a safetensors file: what follows the 8-byte length and the header.
+std::string data_section(const std::string& bytes) {
+  if (bytes.size() < 8) return "";
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+  return n + 8 <= bytes.size() ? bytes.substr(8 + n) : "";
+}
+
+std::vector<std::string> train_args(const std::string& run_dir, const std::string& max_restarts) {
+  return {"launch", "--nproc_per_node", "2", "--master_port", "0", "--omp_num_threads", "1",
+          "--max_restarts", max_restarts, "--grace_period", "2", "--", PAISOAR_BIN, "train",
+          "--set", "amp.dtype=fp32", "--set", "data.train_limit=640", "--set", "data.eval_limit=64",
+          "--set", "data.workers=1", "--set", "train.batch_size=64", "--set", "train.log_every=1",
+          "--set", "checkpoint.every_steps=3", "--set", "checkpoint.keep_last=10",
+          "--set", "profiler.enabled=false", "--set", "run_dir=" + run_dir};
+}
+
+TEST(ElasticRestart, KilledRankIsRestartedAndTheRunEndsLikeAnUninterruptedOne) {
+  const std::string dir = make_temp_dir();
+  RunResult clean = run_paisoar(train_args(dir + "/clean", "0"));
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+
+  RunResult killed = run_paisoar(train_args(dir + "/killed", "1"),
+                                 {"PAISOAR_TEST_FAULT=train.step:5", "PAISOAR_TEST_FAULT_RANK=1"});
+  ASSERT_EQ(killed.exit_code, 0) << killed.out << killed.err;
+  EXPECT_NE(killed.err.find("rank 1"), std::string::npos) << killed.err;
+  EXPECT_NE(killed.err.find("killed by signal 9"), std::string::npos) << killed.err;
+  EXPECT_NE(killed.err.find("restarting the group (restart 1 of 1)"), std::string::npos) << killed.err;
+  EXPECT_NE(killed.out.find("step-000000000003.safetensors at step 3"), std::string::npos)
+      << "the restart resumes from the checkpoint of step 3\n" << killed.out;
+  // Steps 4 and 5 ran twice: once before the kill, once after the resume.
+  EXPECT_NE(killed.out.find("[rank0]: epoch 0 step 10/10"), std::string::npos) << killed.out;
+
+  const std::string last = "/checkpoints/step-000000000010.safetensors";
+  const std::string a = data_section(read_all(dir + "/clean" + last));
+  const std::string b = data_section(read_all(dir + "/killed" + last));
+  ASSERT_GT(a.size(), 100000u) << "no final checkpoint in " << dir << "/clean";
+  EXPECT_TRUE(a == b) << "the final parameters differ from the uninterrupted run's";
+  // Not equal by accident: training moved the parameters after the resume point.
+  EXPECT_FALSE(a == data_section(read_all(dir + "/clean/checkpoints/step-000000000003.safetensors")));
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+}  // namespace
+}  // namespace paisoar::launch::testing
