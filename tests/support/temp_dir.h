@@ -14,7 +14,7 @@ class TempDir {
  public:
   // Under `parent` if given, else the system temp directory.
   explicit TempDir(const std::string& tag = "test", const std::string& parent = "") {
-    const std::filesystem::path root = parent.empty() ? std::filesystem::temp_directory_path() : parent;
+    const std::filesystem::path root = parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
     std::string pattern = (root / ("paisoar_" + tag + "_XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
     path_ = pattern;
