@@ -28,6 +28,7 @@
 #include "src/train/range_view.h"
 #include "src/train/trainer_checkpoint.h"
 #include "src/util/fault_point.h"
+#include "src/util/heartbeat.h"
 
 namespace paisoar::train {
 namespace {
@@ -252,6 +253,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   double train_seconds = 0;
   const auto start = Clock::now();
   comm::ProgressBoard progress(comm_);  // names the ranks behind when a collective times out
+  util::Heartbeat heartbeat;            // for the launcher's watchdog (--heartbeat_timeout)
   try {
     for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps; ++epoch) {
       const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
@@ -261,6 +263,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
       const auto epoch_start = Clock::now();
       for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps; ++i) {
         progress.post(step);
+        heartbeat.beat();
         prof.begin_step(step);
         optimizer->zero_grad();
         double step_loss = 0;
@@ -348,7 +351,9 @@ TrainResult Trainer::fit(const TrainTask& task) {
       const bool last = epoch + 1 == c.train.epochs || step >= total_steps;
       const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
       if (task.eval_data && (last || due)) {
+        heartbeat.beat();
         result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, c.data.eval_limit);
+        heartbeat.beat();
         const double at = seconds_since(start);
         if (c.eval.target_accuracy > 0 && result.time_to_target_s < 0 &&
             result.accuracy >= c.eval.target_accuracy) {
