@@ -33,7 +33,18 @@ int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
     throw std::runtime_error(c.source + " has no '" + key +
                              "': it was not written by paisoar's Trainer; point checkpoint.dir elsewhere");
   }
-  return std::stoll(it->second);
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(it->second, &used);
+  } catch (const std::logic_error&) {  // invalid_argument, out_of_range
+    used = 0;
+  }
+  if (used == 0 || used != it->second.size()) {
+    throw std::runtime_error(c.source + ": metadata '" + key + "' is '" + it->second +
+                             "', not an integer; the checkpoint is damaged, remove it to resume from the one before");
+  }
+  return value;
 }
 
 std::string message_of(const std::exception& e) {

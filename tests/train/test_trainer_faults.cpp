@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "paisoar/checkpoint/safetensors.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
@@ -175,4 +176,21 @@ TEST(TrainerFaults, StalledRankIsNamedByTheRankThatTimesOut) {
   EXPECT_TRUE(contains(outcomes[0].error, "timed out after 1500 ms")) << outcomes[0].error;
   EXPECT_TRUE(contains(outcomes[0].error, "this rank (0) was at step 1; behind it: rank 1 (last started step 0)"))
       << outcomes[0].error;
+}
+
+TEST(TrainerFaults, CheckpointWithDamagedMetadataIsNamed) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  auto c = tiny_config(dir / "run");
+  c.checkpoint.dir = dir / "ckpt";
+  // Intact as a file (its CRCs match), but its step is not a number.
+  std::filesystem::create_directories(dir / "ckpt");
+  checkpoint::save_safetensors(dir / "ckpt/step-000000000001.safetensors", {{"x", torch::zeros({1})}},
+                               {{"train.step", "1x"}, {"train.loader_epoch", "0"}, {"train.loader_batch", "0"}});
+  const auto outcomes = fit_on_two_ranks(c);
+  for (const auto& o : outcomes) {
+    EXPECT_FALSE(o.finished);
+    EXPECT_TRUE(contains(o.error, "step-000000000001.safetensors: metadata 'train.step' is '1x', not an integer"))
+        << o.error;
+  }
 }
