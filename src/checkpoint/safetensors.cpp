@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <set>
 #include <vector>
 
 namespace paisoar::checkpoint {
@@ -74,6 +76,44 @@ uint32_t header_crc(Json header) {
   meta.erase(kHeaderCrcKey);
   const std::string text = header.dump();
   return crc_update(static_cast<uint32_t>(::crc32(0, nullptr, 0)), text.data(), text.size());
+}
+
+// A shape with more dimensions than this is refused (torch's own limit is far
+// lower in practice; the bound keeps a damaged header from asking for millions).
+constexpr size_t kMaxDims = 64;
+
+// The header as a JSON object. Refused before anything else looks at it: a
+// value nested deeper than a tensor entry's shape list (the root is depth 0,
+// an entry 1, its shape 2), since copying or printing a value recurses once
+// per level and a million '[' would overflow the stack; and a name that
+// appears twice in one object, since a JSON parser silently keeps only one.
+Json parse_header(const std::string& text, const std::function<void(const std::string&)>& bad) {
+  struct Refused {
+    std::string why;
+  };
+  std::vector<std::set<std::string>> keys(4);  // the keys seen so far in the open object at depths 0..3
+  const Json::parser_callback_t check = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
+      if (depth > 2) throw Refused{"it nests values deeper than a tensor's shape list"};
+      if (event == Json::parse_event_t::object_start) keys[static_cast<size_t>(depth) + 1].clear();
+    } else if (event == Json::parse_event_t::key && depth <= 2) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys[static_cast<size_t>(depth)].insert(key).second) {
+        throw Refused{(depth == 1 ? "tensor '" : "key '") + key + "' appears twice in the header"};
+      }
+    }
+    return true;
+  };
+  Json header;
+  try {
+    header = Json::parse(text, check);
+  } catch (const Refused& r) {
+    bad(r.why);
+  } catch (const Json::exception& e) {
+    bad(std::string("the header is not JSON (") + e.what() + ")");
+  }
+  if (!header.is_object()) bad("the header is not a JSON object");
+  return header;
 }
 
 uint64_t byte_size(const torch::Tensor& t) { return static_cast<uint64_t>(t.numel()) * t.element_size(); }
@@ -154,13 +194,7 @@ Checkpoint load_safetensors(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(n));
   if (!in) bad("reading the header failed");
 
-  Json header;
-  try {
-    header = Json::parse(text);
-  } catch (const Json::exception& e) {
-    bad(std::string("the header is not JSON (") + e.what() + ")");
-  }
-  if (!header.is_object()) bad("the header is not a JSON object");
+  const Json header = parse_header(text, bad);
 
   Checkpoint result;
   result.source = path;
@@ -202,11 +236,17 @@ Checkpoint load_safetensors(const std::string& path) {
     const Json& shape = info["shape"];
     const Json& offsets = info["data_offsets"];
     if (!shape.is_array()) bad(what + " has a shape that is not a list");
+    if (shape.size() > kMaxDims) {
+      bad(what + " has " + std::to_string(shape.size()) + " dimensions, more than " + std::to_string(kMaxDims));
+    }
     uint64_t numel = 1;
     for (const Json& d : shape) {
       if (!d.is_number_unsigned()) bad(what + " has shape " + shape.dump() + " with a non-size entry");
       const uint64_t dim = d.get<uint64_t>();
-      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / dim) bad(what + " is impossibly large");
+      // Each size on its own, too: after a 0, numel no longer bounds the next one.
+      if (dim > (uint64_t{1} << 60) || (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / dim)) {
+        bad(what + " is impossibly large (shape " + shape.dump() + ")");
+      }
       numel *= dim;
       e.shape.push_back(static_cast<int64_t>(dim));
     }

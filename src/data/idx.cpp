@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -98,8 +99,28 @@ torch::Tensor read_idx(const std::string& path) {
     if (d > 0 && numel > (int64_t{1} << 40) / d) fail(path, "its header announces over 1 TiB of data");
     numel *= d;
   }
+  // And check the claim against the file before allocating for it: a plain
+  // file must hold exactly the header and the data; deflate expands at most
+  // 1032:1, which bounds what a gzipped file can hold.
+  const int64_t width = static_cast<int64_t>(c10::elementSize(type));
+  const uint64_t data_bytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(width);
+  const uint64_t header_bytes = 4 + 4 * dims.size();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const auto file_bytes = static_cast<uint64_t>(st.st_size);
+    const std::string announced = "its header announces " + std::to_string(data_bytes) + " bytes of data but ";
+    if (gzdirect(f.get())) {
+      if (header_bytes + data_bytes > file_bytes) {
+        fail(path, "truncated or corrupt while reading the data: " + announced + "the file holds " +
+                       std::to_string(file_bytes) + " bytes in all");
+      }
+      if (header_bytes + data_bytes < file_bytes) fail(path, "has bytes after the data its header announces");
+    } else if (data_bytes / 1032 > file_bytes) {
+      fail(path, announced + "a gzip file of " + std::to_string(file_bytes) +
+                     " bytes cannot hold that much (damaged header?)");
+    }
+  }
   torch::Tensor out = torch::empty(dims, torch::TensorOptions().dtype(type));
-  const int64_t width = out.element_size();
   read_exact(f.get(), out.data_ptr(), out.numel() * width, path, "the data");
   char extra;
   if (gzread(f.get(), &extra, 1) > 0) fail(path, "has bytes after the data its header announces");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
 
 #include "paisoar/data/data_error.h"
 
@@ -87,6 +88,7 @@ std::vector<ShardIndexEntry> parse_index(const std::string& text, const std::str
     fail(idx_path, 1, "expected '" + std::string(kMagic) + "N', not a paisoar shard index");
   }
   std::vector<ShardIndexEntry> entries;
+  std::unordered_map<std::string, size_t> line_of_key;  // keys are unique in a shard
   size_t number = 1;
   while (std::getline(in, line)) {
     ++number;
@@ -100,6 +102,9 @@ std::vector<ShardIndexEntry> parse_index(const std::string& text, const std::str
       check_record_ext(e.ext);
     } catch (const DataError& bad) {
       fail(idx_path, number, bad.what());
+    }
+    if (const auto [it, fresh] = line_of_key.emplace(e.key, number); !fresh) {
+      fail(idx_path, number, "key '" + e.key + "' appears twice (also on line " + std::to_string(it->second) + ")");
     }
     uint64_t label = 0, crc = 0;
     const bool negative = !f[1].empty() && f[1][0] == '-';

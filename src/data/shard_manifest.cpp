@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -76,6 +77,9 @@ ShardManifest read_manifest(const std::string& dir) {
       m.records.push_back(shard.at("records").get<int64_t>());
       if (!plain_file_name(m.shards.back()) || m.records.back() < 0) {
         throw bad("shard '" + m.shards.back() + "' with " + std::to_string(m.records.back()) + " records");
+      }
+      if (m.records.back() > std::numeric_limits<int64_t>::max() - total) {
+        throw bad("the shards' \"records\" add up to more than 2^63");
       }
       total += m.records.back();
     }

@@ -76,6 +76,13 @@ ShardReader::ShardReader(std::string tar_path) : impl_(std::make_unique<Impl>())
   for (size_t i = 0; i < s.entries.size(); ++i) {
     const ShardIndexEntry& e = s.entries[i];
     const uint64_t label_bytes = std::to_string(e.label).size();
+    // Bounded first, so the sums below cannot wrap around.
+    if (e.offset > file_size || e.size > file_size) {
+      throw DataError("shard '" + s.path + "' is truncated or its index damaged: record " + std::to_string(i) +
+                      " (key " + e.key + ") has offset " + std::to_string(e.offset) + " and size " +
+                      std::to_string(e.size) + " but the file has " + std::to_string(file_size) + " bytes; " +
+                      kRerun);
+    }
     if (e.offset < end + ustar::kBlock || e.offset % ustar::kBlock != 0) {
       throw DataError("shard index '" + idx_path + "': record " + std::to_string(i) + " (key " + e.key +
                       ") has offset " + std::to_string(e.offset) +

@@ -6,9 +6,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <stdexcept>
 #include <iostream>
 
 #include "launch/free_port.h"
@@ -40,13 +44,53 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? "" : value;
 }
 
+// With --heartbeat_timeout: a directory for the ranks' heartbeat files
+// (<dir>/rank_<R>), removed with everything in it when the launcher ends.
+class HeartbeatDir {
+ public:
+  explicit HeartbeatDir(bool wanted) {
+    if (!wanted) return;
+    std::string pattern = env_or_empty("TMPDIR").empty() ? "/tmp" : env_or_empty("TMPDIR");
+    pattern += "/paisoar_heartbeat.XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("paisoar launch: cannot create a heartbeat directory '" + pattern +
+                               "': " + std::strerror(errno) + "; set TMPDIR to a writable directory");
+    }
+    path_ = pattern;
+  }
+  ~HeartbeatDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  // "" without a watchdog. A new attempt starts without the old attempt's files.
+  std::string file_for(int global_rank) const {
+    if (path_.empty()) return "";
+    const std::string file = path_ + "/rank_" + std::to_string(global_rank);
+    ::unlink(file.c_str());
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
 std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector<std::string>& argv,
-                                 RankEnvContext ctx, const std::vector<std::string>& base_env) {
+                                 RankEnvContext ctx, const std::vector<std::string>& base_env,
+                                 const HeartbeatDir& heartbeats) {
   std::vector<RankSpec> specs;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     ctx.local_rank = local;
-    specs.push_back(
-        RankSpec{local, global_rank(options, local), argv, build_rank_env(options, ctx, base_env)});
+    const int rank = global_rank(options, local);
+    RankSpec spec{local, rank, argv, build_rank_env(options, ctx, base_env), heartbeats.file_for(rank)};
+    if (!spec.heartbeat_file.empty()) {
+      const std::string name = "PAISOAR_HEARTBEAT_FILE=";
+      spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
+                                    [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; }),
+                     spec.env.end());
+      spec.env.push_back(name + spec.heartbeat_file);
+    }
+    specs.push_back(std::move(spec));
   }
   return specs;
 }
@@ -78,6 +122,8 @@ int run_launcher(LaunchOptions options) {
   SupervisorOptions supervision;
   supervision.grace_period_s = options.grace_period_s;
   supervision.prefix_output = options.prefix_output;
+  supervision.heartbeat_timeout_s = options.heartbeat_timeout_s;
+  const HeartbeatDir heartbeats(options.heartbeat_timeout_s > 0);
   Supervisor supervisor(supervision, signals, logs);
 
   RankEnvContext ctx;
@@ -87,7 +133,7 @@ int run_launcher(LaunchOptions options) {
 
   for (int restart = 0;; ++restart) {
     ctx.restart_count = restart;
-    GroupOutcome outcome = supervisor.run(make_specs(options, argv, ctx, base_env));
+    GroupOutcome outcome = supervisor.run(make_specs(options, argv, ctx, base_env, heartbeats));
     switch (outcome.kind) {
       case GroupOutcome::Kind::kSucceeded:
         return 0;

@@ -62,6 +62,10 @@ struct LaunchCli {
     app.add_option("--grace_period,--grace-period", o.grace_period_s,
                    "Seconds between SIGTERM and SIGKILL when stopping ranks")
         ->capture_default_str();
+    app.add_option("--heartbeat_timeout,--heartbeat-timeout", o.heartbeat_timeout_s,
+                   "Stop and restart the group when a rank has not beaten its heartbeat "
+                   "(PAISOAR_HEARTBEAT_FILE) for this many seconds; 0: off")
+        ->capture_default_str();
     app.add_option("--omp_num_threads,--omp-num-threads", omp_num_threads,
                    "OMP_NUM_THREADS for each rank (default: the user's, else cores/nproc)");
   }
@@ -96,6 +100,8 @@ void validate(LaunchOptions& o, const LaunchCli& cli) {
                                 std::to_string(o.max_restarts) + "."));
   if (!(o.grace_period_s >= 0.0))
     throw LaunchUsageError(fail("--grace_period must be 0 or more seconds."));
+  if (!(o.heartbeat_timeout_s >= 0.0))
+    throw LaunchUsageError(fail("--heartbeat_timeout must be 0 (off) or more seconds."));
   if (cli.app.count("--omp_num_threads") > 0) {
     if (cli.omp_num_threads < 1)
       throw LaunchUsageError(fail("--omp_num_threads must be at least 1, got " +

@@ -29,6 +29,9 @@ struct LaunchOptions {
   bool prefix_output = true;
   // Seconds between SIGTERM and SIGKILL when ranks are stopped (--grace_period).
   double grace_period_s = 5.0;
+  // Seconds a rank may go without touching its heartbeat file before the
+  // launcher stops the group as failed; 0: no watchdog (--heartbeat_timeout).
+  double heartbeat_timeout_s = 0.0;
   // OMP_NUM_THREADS for the ranks; unset: keep the user's, else cores / nproc_per_node.
   std::optional<int> omp_num_threads;
   // The program and its arguments, passed through unchanged. Never empty once parsed.

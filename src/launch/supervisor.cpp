@@ -5,12 +5,15 @@
 #include "launch/supervisor.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "launch/output_relay.h"
@@ -39,6 +42,15 @@ struct LiveRank {
   bool pipes_open() const { return out.fd.valid() || err.fd.valid(); }
 };
 
+// True when `pid` is stopped by a signal (state T or t in /proc/<pid>/stat).
+bool process_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
+}
+
 // The state of one Supervisor::run(); lives only for that call.
 class GroupRun {
  public:
@@ -52,6 +64,7 @@ class GroupRun {
   void wait_for_events();
   void on_signal(int sig);
   void reap();
+  void check_heartbeats();
   bool read_once(RankStream& stream);  // false when nothing more is readable now
   void drain(LiveRank& rank);  // reads what the pipes hold now; never blocks
   void begin_stop(int sig);
@@ -104,6 +117,7 @@ GroupOutcome GroupRun::run(const std::vector<RankSpec>& specs) {
         begin_stop(SIGTERM);
       }
     }
+    check_heartbeats();
     if (stopping_ && !killed_ && Clock::now() >= deadline_) {
       kill_all();
       continue;  // re-check: there may be nothing left to wait for
@@ -159,6 +173,9 @@ void GroupRun::wait_for_events() {
   // Past both, only events matter (a SIGKILLed rank's SIGCHLD).
   int timeout_ms = -1;
   const Clock::time_point now = Clock::now();
+  if (options_.heartbeat_timeout_s > 0 && !stopping_) {  // look at the heartbeats now and then
+    timeout_ms = static_cast<int>(std::clamp(options_.heartbeat_timeout_s * 250.0, 10.0, 1000.0));
+  }
   if (stopping_ && (!killed_ || now < linger_deadline_)) {
     Clock::time_point until = killed_ ? linger_deadline_ : deadline_;
     auto left = std::chrono::duration<double, std::milli>(until - now).count();
@@ -215,6 +232,49 @@ void GroupRun::reap() {
             exit.describe());
     if (ranks_.size() > 1) message("stopping the other ranks");
     begin_stop(SIGTERM);
+  }
+}
+
+void GroupRun::check_heartbeats() {
+  if (options_.heartbeat_timeout_s <= 0 || stopping_) return;
+  // The ranks that wait for a hung one in a collective stop beating too, at
+  // about the same time. Named is a silent rank that is stopped (SIGSTOP,
+  // state T in /proc), else the one silent longest.
+  const auto now = std::chrono::system_clock::now();  // file times are wall-clock times
+  LiveRank* silent_rank = nullptr;
+  bool silent_stopped = false;
+  double longest = 0;
+  for (LiveRank& rank : ranks_) {
+    if (rank.reaped || rank.spec->heartbeat_file.empty()) continue;
+    struct stat st {};
+    if (::stat(rank.spec->heartbeat_file.c_str(), &st) != 0) continue;  // no beat yet: still starting
+    const auto beat = std::chrono::system_clock::time_point(std::chrono::duration_cast<
+        std::chrono::system_clock::duration>(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                             std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+    const double silent = std::chrono::duration<double>(now - beat).count();
+    if (silent <= options_.heartbeat_timeout_s) continue;
+    const bool stopped = process_stopped(rank.pid);
+    if (silent_rank == nullptr || (stopped && !silent_stopped) || (stopped == silent_stopped && silent > longest)) {
+      longest = silent;
+      silent_rank = &rank;
+      silent_stopped = stopped;
+    }
+  }
+  if (silent_rank == nullptr) return;
+  const LiveRank& rank = *silent_rank;
+  decided_ = true;
+  outcome_.kind = GroupOutcome::Kind::kRankFailed;
+  outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, ExitStatus{1, 0}};
+  std::ostringstream text;
+  text << "rank " << rank.spec->global_rank << " (local_rank " << rank.spec->local_rank << ", pid " << rank.pid
+       << ") made no progress for " << static_cast<int>(longest) << " s (no heartbeat within --heartbeat_timeout "
+       << options_.heartbeat_timeout_s << "); "
+       << (silent_stopped ? "it is stopped (SIGSTOP)" : "it is hung, or waiting for a rank that is");
+  message(text.str());
+  if (ranks_.size() > 1) message("stopping the group");
+  begin_stop(SIGTERM);
+  for (const LiveRank& r : ranks_) {  // a SIGSTOPped rank acts on SIGTERM only once continued
+    if (!r.reaped) signal_group(r.pid, SIGCONT, true);
   }
 }
 

@@ -23,6 +23,9 @@ struct RankSpec {
   int global_rank = 0;
   std::vector<std::string> argv;  // program and arguments; argv[0] is searched in PATH
   std::vector<std::string> env;   // the whole environment, "NAME=value"
+  // The file the rank touches as it makes progress (PAISOAR_HEARTBEAT_FILE in
+  // `env`); "" when there is no watchdog.
+  std::string heartbeat_file;
 };
 
 struct SupervisorOptions {
@@ -30,6 +33,10 @@ struct SupervisorOptions {
   double grace_period_s = 5.0;
   // Prefix relayed lines with "[rank<R>]: ".
   bool prefix_output = true;
+  // A rank whose heartbeat file exists and is older than this many seconds
+  // is reported and the group stopped as failed; 0: no watchdog. A rank is
+  // judged only after its first beat, so a slow start is never "no progress".
+  double heartbeat_timeout_s = 0.0;
   // Where relayed lines and the launcher's messages go.
   int stdout_fd = STDOUT_FILENO;
   int stderr_fd = STDERR_FILENO;

@@ -49,6 +49,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end");
   s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "");
   s.bind("checkpoint.resume", &c.checkpoint.resume, "resume from the newest complete checkpoint");
+  s.bind("checkpoint.on_error", &c.checkpoint.on_error,
+         "a checkpoint that cannot be written (disk full): stop the run, or warn and train on", {"stop", "warn"});
   s.bind("profiler.enabled", &c.profiler.enabled, "per-step breakdown and advice at the end");
   s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)");
   s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");

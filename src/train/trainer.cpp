@@ -19,6 +19,7 @@
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/amp/precision_regions.h"
 #include "paisoar/comm/communicator.h"
+#include "paisoar/comm/progress_board.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/optim/grad_clip.h"
@@ -28,6 +29,8 @@
 #include "src/train/range_view.h"
 #include "src/train/run_report.h"
 #include "src/train/trainer_checkpoint.h"
+#include "src/util/fault_point.h"
+#include "src/util/heartbeat.h"
 
 namespace paisoar::train {
 namespace {
@@ -176,7 +179,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   checkpoint_options.every_steps = c.checkpoint.every_steps;
   checkpoint_options.keep_last = c.checkpoint.keep_last;
   checkpoint_options.rank = static_cast<int>(rank);
-  checkpoint::CheckpointManager checkpoints(checkpoint_options);
+  checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
   const TrainerState state{task.model.get(), optimizer.get(), &schedule, &scaler};
   TrainResult result;
   std::string resumed_message;
@@ -256,9 +259,13 @@ TrainResult Trainer::fit(const TrainTask& task) {
   const auto train_time = [&] { return seconds_since(start) - eval_seconds; };
   int64_t evaluated_at = -1;
   bool stop = false;  // eval.stop_at_target and the target was reached
+  comm::ProgressBoard progress(comm_);  // names the ranks behind when a collective times out
+  util::Heartbeat heartbeat;            // for the launcher's watchdog (--heartbeat_timeout)
   const auto run_evaluation = [&](int64_t epoch) {
     const auto began = Clock::now();
+    heartbeat.beat();
     result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);
+    heartbeat.beat();
     eval_seconds += seconds_since(began);
     evaluated_at = step;
     const double trained = train_time();
@@ -268,108 +275,117 @@ TrainResult Trainer::fit(const TrainTask& task) {
     }
     report.evaluation(epoch, step, result.accuracy, trained);
   };
-  for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps && !stop; ++epoch) {
-    const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
-    loader.start_epoch(epoch, first_batch);
-    double loss_sum = 0, wait_sum = 0;
-    int64_t epoch_steps = 0;
-    report.begin_epoch(epoch, std::min(steps_per_epoch - first_batch / accumulation, total_steps - step));
-    const auto epoch_start = Clock::now();
-    const double epoch_eval_start = eval_seconds;
-    for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps && !stop; ++i) {
-      prof.begin_step(step);
-      optimizer->zero_grad();
-      double step_loss = 0;
-      bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
-      for (int64_t micro = 0; micro < accumulation; ++micro) {
-        std::optional<data::Batch> batch;
-        {
-          auto timed = prof.phase(profiler::Phase::DataWait);
-          batch = loader.next();
-        }
-        if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
-        wait_sum += batch->wait_s;
-        batch->data = batch->data.to(model_device, /*non_blocking=*/true);
-        batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
-        reducer.set_sync(micro + 1 == accumulation);
-        torch::Tensor out, loss;
-        {
-          auto timed = prof.phase(profiler::Phase::Forward);
-          reducer.pre_forward();
-          amp::autocast guard(autocast_options);
-          amp::ActivePolicy pins(policy, device);
-          out = task.forward(batch->data);
-          loss = loss_fn(out, batch->labels);
-          if (!policy_checked) {
-            check_policy_matched(policy, pins.regions_seen());
-            policy_checked = true;
+  try {
+    for (int64_t epoch = position.epoch; epoch < c.train.epochs && step < total_steps && !stop; ++epoch) {
+      const int64_t first_batch = epoch == position.epoch ? position.batch : 0;
+      loader.start_epoch(epoch, first_batch);
+      double loss_sum = 0, wait_sum = 0;
+      int64_t epoch_steps = 0;
+      report.begin_epoch(epoch, std::min(steps_per_epoch - first_batch / accumulation, total_steps - step));
+      const auto epoch_start = Clock::now();
+      const double epoch_eval_start = eval_seconds;
+      for (int64_t i = first_batch / accumulation; i < steps_per_epoch && step < total_steps && !stop; ++i) {
+        progress.post(step);
+        heartbeat.beat();
+        prof.begin_step(step);
+        optimizer->zero_grad();
+        double step_loss = 0;
+        bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
+        for (int64_t micro = 0; micro < accumulation; ++micro) {
+          std::optional<data::Batch> batch;
+          {
+            auto timed = prof.phase(profiler::Phase::DataWait);
+            batch = loader.next();
           }
-        }
-        reducer.post_forward({out});
-        if (!finite_loss(loss, step)) {
-          skip = true;  // the rest of the step's micro-batches are dropped with it
-          break;
-        }
-        {
-          auto timed = prof.phase(profiler::Phase::Backward);
-          scaler.scale(loss / static_cast<double>(accumulation)).backward();
-        }
-        step_loss += loss.item<double>() / static_cast<double>(accumulation);
-      }
-      const auto& reducer_stats = reducer.last_stats();
-      prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
-      profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
-      {
-        auto timed = prof.phase(profiler::Phase::Optimizer);
-        if (skip) {
-          optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
-          ++skipped_steps;
-        } else {
-          if (c.optimizer.clip_grad_norm > 0) {
-            scaler.unscale_(*optimizer);
-            optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+          if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
+          wait_sum += batch->wait_s;
+          batch->data = batch->data.to(model_device, /*non_blocking=*/true);
+          batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
+          reducer.set_sync(micro + 1 == accumulation);
+          torch::Tensor out, loss;
+          {
+            auto timed = prof.phase(profiler::Phase::Forward);
+            reducer.pre_forward();
+            amp::autocast guard(autocast_options);
+            amp::ActivePolicy pins(policy, device);
+            out = task.forward(batch->data);
+            loss = loss_fn(out, batch->labels);
+            if (!policy_checked) {
+              check_policy_matched(policy, pins.regions_seen());
+              policy_checked = true;
+            }
           }
-          if (!scaler.step(*optimizer)) ++skipped_steps;
-          scaler.update();
+          reducer.post_forward({out});
+          if (!finite_loss(loss, step)) {
+            skip = true;  // the rest of the step's micro-batches are dropped with it
+            break;
+          }
+          {
+            auto timed = prof.phase(profiler::Phase::Backward);
+            scaler.scale(loss / static_cast<double>(accumulation)).backward();
+          }
+          step_loss += loss.item<double>() / static_cast<double>(accumulation);
         }
-        schedule.step();
+        const auto& reducer_stats = reducer.last_stats();
+        prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
+        profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
+        {
+          auto timed = prof.phase(profiler::Phase::Optimizer);
+          if (skip) {
+            optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
+            ++skipped_steps;
+          } else {
+            if (c.optimizer.clip_grad_norm > 0) {
+              scaler.unscale_(*optimizer);
+              optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+            }
+            if (!scaler.step(*optimizer)) ++skipped_steps;
+            scaler.update();
+          }
+          schedule.step();
+        }
+        if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
+        prof.end_step();
+        ++step;
+        ++epoch_steps;
+        loss_sum += step_loss;
+        if (checkpoints.due(step) && save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step,
+                                                     loader.position(), config_text)) {
+          saved_step = step;
+        }
+        if (task.on_step) task.on_step(step);
+        util::fault_point("train.step", step);  // test-only: PAISOAR_TEST_FAULT=train.step:<k> kills here
+        const bool epoch_end = i + 1 == steps_per_epoch || step == total_steps;
+        if (report.step_done(step, epoch_end)) {
+          const double elapsed = seconds_since(epoch_start) - (eval_seconds - epoch_eval_start);
+          const auto& stats = reducer.last_stats();
+          StepLog log;
+          log.epoch = epoch;
+          log.step = step;
+          log.loss = loss_sum / epoch_steps;
+          log.lr = schedule.get_last_lr()[0];
+          log.ms_per_step = 1e3 * elapsed / epoch_steps;
+          log.samples_per_s = c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9);
+          log.data_wait_ms = 1e3 * wait_sum / (epoch_steps * accumulation);
+          log.backward_ms = 1e3 * stats.backward_s;
+          log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
+          log.loss_scale = scaler.get_scale();
+          report.log_step(log);
+        }
+        if (task.eval_data && c.eval.every_steps > 0 && step % c.eval.every_steps == 0) run_evaluation(epoch);
       }
-      if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
-      prof.end_step();
-      ++step;
-      ++epoch_steps;
-      loss_sum += step_loss;
-      if (checkpoints.due(step)) {
-        save_trainer_state(checkpoints, state, step, loader.position(), config_text);
-        saved_step = step;
-      }
-      if (task.on_step) task.on_step(step);
-      const bool epoch_end = i + 1 == steps_per_epoch || step == total_steps;
-      if (report.step_done(step, epoch_end)) {
-        const double elapsed = seconds_since(epoch_start) - (eval_seconds - epoch_eval_start);
-        const auto& stats = reducer.last_stats();
-        StepLog log;
-        log.epoch = epoch;
-        log.step = step;
-        log.loss = loss_sum / epoch_steps;
-        log.lr = schedule.get_last_lr()[0];
-        log.ms_per_step = 1e3 * elapsed / epoch_steps;
-        log.samples_per_s = c.train.batch_size * epoch_steps / std::max(elapsed, 1e-9);
-        log.data_wait_ms = 1e3 * wait_sum / (epoch_steps * accumulation);
-        log.backward_ms = 1e3 * stats.backward_s;
-        log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
-        log.loss_scale = scaler.get_scale();
-        report.log_step(log);
-      }
-      if (task.eval_data && c.eval.every_steps > 0 && step % c.eval.every_steps == 0) run_evaluation(epoch);
+      report.end_epoch();
+      result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
+      const bool last = epoch + 1 == c.train.epochs || step >= total_steps || stop;
+      const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
+      if (task.eval_data && (last || due) && evaluated_at != step) run_evaluation(epoch);
     }
-    report.end_epoch();
-    result.final_loss = epoch_steps > 0 ? loss_sum / epoch_steps : 0;
-    const bool last = epoch + 1 == c.train.epochs || step >= total_steps || stop;
-    const bool due = c.eval.every_epochs > 0 && (epoch + 1) % c.eval.every_epochs == 0;
-    if (task.eval_data && (last || due) && evaluated_at != step) run_evaluation(epoch);
+  } catch (const comm::CommError& e) {
+    throw progress.explain(e, step);
   }
-  if (saved_step != step) save_trainer_state(checkpoints, state, step, loader.position(), config_text);
+  if (saved_step != step) {
+    save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
+  }
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.
     result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);

@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,10 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/optim/lr_schedule.h"
+
+namespace paisoar::comm {
+class Communicator;
+}
 
 namespace paisoar::train {
 
@@ -28,6 +33,21 @@ struct ResumePoint {
   data::LoaderPosition loader;  // the next micro-batch to read
   std::string path;             // the checkpoint it came from
 };
+
+// The manager for `options` on every rank. Collective: when rank 0 cannot
+// create or write the directory, every rank throws (rank 0 naming it), so no
+// rank is left waiting in a collective for one that has gone.
+checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptions& options,
+                                               const std::shared_ptr<comm::Communicator>& comm);
+
+// save_trainer_state under checkpoint.on_error ("stop" or "warn"). Collective:
+// every rank learns whether rank 0's write failed (disk full, directory gone).
+// Returns true when the checkpoint was written; on a failure throws on every
+// rank ("stop", rank 0's error naming the file) or has rank 0 warn on stderr
+// and returns false ("warn"). The previous checkpoint stays intact either way.
+bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
+                     const std::string& on_error, const TrainerState& state, int64_t step,
+                     const data::LoaderPosition& loader, const std::string& config_text);
 
 // Collective in the sense that every rank calls it at the same step; only
 // rank 0 writes (CheckpointManager).

@@ -1,7 +1,11 @@
 // AtomicFile on POSIX: open(O_EXCL) a "<name>.tmp.<pid>.<counter>" sibling,
 // write(2) in a loop, fsync, rename(2), then fsync the directory so the rename
-// itself survives a crash.
+// itself survives a crash. Test-only fault points (src/util/fault_point.h):
+// atomic_file.created, atomic_file.written:<bytes so far>, atomic_file.synced
+// (before the rename), atomic_file.renamed (before the directory fsync).
 #include "src/util/atomic_file.h"
+
+#include "src/util/fault_point.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,6 +40,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(un
                              "'): " + std::strerror(error) +
                              "; check that the directory exists and is writable");
   }
+  fault_point("atomic_file.created", 0);
 }
 
 AtomicFile::~AtomicFile() {
@@ -60,6 +65,7 @@ void AtomicFile::write(const void* data, size_t size) {
     size -= static_cast<size_t>(n);
     written_ += static_cast<uint64_t>(n);
   }
+  fault_point("atomic_file.written", static_cast<int64_t>(written_));
 }
 
 void AtomicFile::commit() {
@@ -69,8 +75,10 @@ void AtomicFile::commit() {
     fail("close failed", errno);
   }
   fd_ = -1;
+  fault_point("atomic_file.synced", 0);
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename from '" + temp_path_ + "' failed", errno);
   committed_ = true;
+  fault_point("atomic_file.renamed", 0);
   // Best effort: some file systems refuse fsync on a directory.
   const int dir = ::open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {

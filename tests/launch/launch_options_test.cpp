@@ -38,6 +38,7 @@ TEST(LaunchOptions, DefaultsMatchTorchrun) {
   EXPECT_TRUE(o.log_dir.empty());
   EXPECT_TRUE(o.prefix_output);
   EXPECT_DOUBLE_EQ(o.grace_period_s, 5.0);
+  EXPECT_DOUBLE_EQ(o.heartbeat_timeout_s, 0.0);
   EXPECT_FALSE(o.omp_num_threads.has_value());
   EXPECT_EQ(o.program, std::vector<std::string>{"./train"});
 }
@@ -107,6 +108,9 @@ TEST(LaunchOptions, ErrorsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(usage_error({"--omp_num_threads", "0", "p"}).find("--omp_num_threads"),
             std::string::npos);
+  EXPECT_NE(usage_error({"--heartbeat_timeout", "-1", "p"}).find("--heartbeat_timeout"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(parse({"--heartbeat-timeout=2.5", "p"})->heartbeat_timeout_s, 2.5);
   EXPECT_NE(usage_error({"--nproc_per_node", "2"}).find("no program"), std::string::npos);
   EXPECT_NE(usage_error({"--bogus", "p"}).find("--bogus"), std::string::npos);
 }

@@ -12,8 +12,10 @@ namespace paisoar::testing {
 
 class TempDir {
  public:
-  explicit TempDir(const std::string& tag = "test") {
-    std::string pattern = (std::filesystem::temp_directory_path() / ("paisoar_" + tag + "_XXXXXX")).string();
+  // Under `parent` if given, else the system temp directory.
+  explicit TempDir(const std::string& tag = "test", const std::string& parent = "") {
+    const std::filesystem::path root = parent.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(parent);
+    std::string pattern = (root / ("paisoar_" + tag + "_XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
     path_ = pattern;
   }

@@ -74,6 +74,7 @@ struct CheckpointConfig {
   int64_t every_steps = 0;  // 0: only at the end
   int64_t keep_last = 3;
   bool resume = true;       // start from the newest complete checkpoint in dir
+  std::string on_error = "stop";  // a failed write: stop (every rank throws) or warn (rank 0 warns, training goes on)
 };
 
 struct ProfilerConfig {

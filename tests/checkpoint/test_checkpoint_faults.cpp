@@ -1,0 +1,155 @@
+// Storage faults while checkpointing. A process killed with SIGKILL at each
+// stage of writing a checkpoint (temporary created, length word written,
+// header written, first tensor written, fsynced but not renamed, renamed):
+// the newest checkpoint that loads is the previous one until the rename and
+// the new one after it, no file in the directory is corrupt, and the next
+// manager removes the temporary. A full disk (a 64 KiB tmpfs) and a directory
+// that cannot be created are clear errors naming the path.
+#include "paisoar/checkpoint/checkpoint_manager.h"
+#include "paisoar/checkpoint/safetensors.h"
+
+#include "tests/support/expect_error.h"
+#include "tests/support/temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <torch/torch.h>
+
+#include <csignal>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace paisoar::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_error;
+using testing::TempDir;
+
+// The same shapes at every step, so every step's file has the same layout.
+TensorMap state_at(int64_t step) {
+  torch::manual_seed(step);
+  return {{"b", torch::randn({32})}, {"w", torch::randn({64, 32})}, {"n", torch::full({4}, step, torch::kInt64)}};
+}
+
+CheckpointOptions options_for(const std::string& dir) { return {dir, 1, 3, 0}; }
+
+uint64_t header_end(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char length[8];
+  in.read(reinterpret_cast<char*>(length), 8);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{length[i]} << (8 * i);
+  return 8 + n;
+}
+
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(e.path().string());
+  }
+  return found;
+}
+
+TEST(CheckpointFaults, KillDuringASaveKeepsThePreviousCheckpoint) {
+  ::testing::FLAGS_gtest_death_test_style = "fast";  // fork at the statement: the directory is shared
+  TempDir dir("ckpt_kill");
+  const std::string ckpt = dir / "ckpt";
+  // Where step 2's file has its header and its first tensor (largest element
+  // size first, then by name: n (I64), then b (F32)), from a dry run.
+  {
+    CheckpointManager dry(options_for(dir / "dry"));
+    dry.save(2, state_at(2));
+  }
+  const uint64_t header = header_end(dir / "dry/step-000000000002.safetensors");
+  struct Case {
+    std::string fault;
+    int64_t survivor;  // the step load_latest must find afterwards
+  };
+  const std::vector<Case> cases = {{"atomic_file.created", 1},
+                                   {"atomic_file.written:8", 1},
+                                   {"atomic_file.written:" + std::to_string(header), 1},
+                                   {"atomic_file.written:" + std::to_string(header + 4 * 8), 1},
+                                   {"atomic_file.synced", 1},
+                                   {"atomic_file.renamed", 2}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.fault);
+    fs::remove_all(ckpt);
+    CheckpointManager(options_for(ckpt)).save(1, state_at(1));
+    EXPECT_EXIT(
+        {
+          CheckpointManager manager(options_for(ckpt));  // its write probe is before the fault is armed
+          ::setenv("PAISOAR_TEST_FAULT", c.fault.c_str(), 1);
+          ::unsetenv("PAISOAR_TEST_FAULT_RANK");
+          ::unsetenv("PAISOAR_RESTART_COUNT");
+          manager.save(2, state_at(2));
+          std::_Exit(0);  // reached only if the fault did not fire
+        },
+        ::testing::KilledBySignal(SIGKILL), "");
+    if (c.survivor == 1) EXPECT_EQ(temporaries(ckpt).size(), 1u) << "the kill should leave the temporary";
+    // Every file that claims to be a checkpoint is intact: no corrupt "latest".
+    const CheckpointManager after(options_for(ckpt));
+    EXPECT_TRUE(temporaries(ckpt).empty());
+    for (const CheckpointFile& f : after.list()) EXPECT_NO_THROW(load_safetensors(f.path)) << f.path;
+    const auto latest = after.load_latest();
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->step, c.survivor);
+    for (const auto& [name, t] : state_at(c.survivor)) {
+      EXPECT_TRUE(torch::equal(latest->checkpoint.tensors.at(name), t)) << name;
+    }
+  }
+}
+
+TEST(CheckpointFaults, FaultPointIsInertAfterARestartAndOnOtherRanks) {
+  ::testing::FLAGS_gtest_death_test_style = "fast";
+  TempDir dir("ckpt_kill");
+  EXPECT_EXIT(
+      {
+        CheckpointManager manager(options_for(dir / "a"));
+        ::setenv("PAISOAR_TEST_FAULT", "atomic_file.synced", 1);
+        ::setenv("PAISOAR_RESTART_COUNT", "1", 1);
+        manager.save(1, state_at(1));
+        ::setenv("PAISOAR_RESTART_COUNT", "0", 1);
+        ::setenv("PAISOAR_TEST_FAULT_RANK", "1", 1);
+        ::setenv("RANK", "0", 1);
+        manager.save(2, state_at(2));
+        std::_Exit(7);
+      },
+      ::testing::ExitedWithCode(7), "");
+  EXPECT_EQ(CheckpointManager(options_for(dir / "a")).list().size(), 2u);
+}
+
+TEST(CheckpointFaults, FullDiskIsAClearErrorAndKeepsThePreviousCheckpoint) {
+  TempDir dir("ckpt_full");
+  const std::string mnt = dir / "small";
+  fs::create_directory(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << "); needs CAP_SYS_ADMIN";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  CheckpointManager manager(options_for(mnt + "/ckpt"));
+  manager.save(1, state_at(1));  // about 9 KiB
+  TensorMap big = state_at(2);
+  big["w"] = torch::randn({256, 128});  // 128 KiB: does not fit
+  expect_error([&] { manager.save(2, big); }, {"step-000000000002.safetensors", "No space left on device"});
+  EXPECT_TRUE(temporaries(mnt + "/ckpt").empty()) << "the failed write's temporary is removed";
+  const auto latest = manager.load_latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 1);
+}
+
+TEST(CheckpointFaults, DirectoryThatCannotBeCreatedIsNamed) {
+  TempDir dir("ckpt_bad");
+  std::ofstream(dir / "plain_file") << "x";
+  expect_error([&] { CheckpointManager(options_for(dir / "plain_file/ckpt")); },
+               {"plain_file/ckpt", "cannot create"});
+}
+
+}  // namespace
+}  // namespace paisoar::checkpoint

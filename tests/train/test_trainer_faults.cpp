@@ -1,0 +1,196 @@
+// The Trainer under storage faults, on 2 thread-ranks: a checkpoint directory
+// that cannot be created fails every rank at the start (none is left waiting
+// in a collective); a full disk (a 16 KiB tmpfs, where no checkpoint fits)
+// stops every rank with the error under checkpoint.on_error=stop, and under
+// warn lets the run finish with a warning. A rank that stalls longer than
+// the collective timeout is named by the rank that waited for it.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/train/trainer.h"
+#include "paisoar/train/zoo.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/thread_ranks.h"
+
+using namespace paisoar;
+
+namespace {
+
+bool have_fashion_mnist() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+train::TrainConfig tiny_config(const std::string& run_dir) {
+  train::TrainConfig c;
+  c.run_dir = run_dir;
+  c.amp.dtype = "fp32";
+  c.data.train_limit = 128;
+  c.data.eval_limit = 64;
+  c.data.workers = 1;
+  c.train.batch_size = 64;  // 2 steps
+  c.train.log_every = 1000;
+  c.profiler.enabled = false;
+  c.checkpoint.every_steps = 1;
+  return c;
+}
+
+struct RankOutcome {
+  bool finished = false;
+  int64_t steps = 0;
+  std::string error;
+};
+
+// Runs fit on 2 thread-ranks and reports each rank's outcome (no rethrow).
+std::vector<RankOutcome> fit_on_two_ranks(const train::TrainConfig& c,
+                                          std::function<void(int rank, int64_t step)> on_step = nullptr,
+                                          comm::CommOptions options = paisoar::testing::test_options()) {
+  static std::mutex seed_mutex;  // make_task seeds torch's global generator
+  std::vector<RankOutcome> outcomes(2);
+  comm::Store store = comm::Store::hash();
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        auto comm = comm::Communicator::create(store, rank, 2, options);
+        train::TrainTask task;
+        {
+          std::lock_guard<std::mutex> lock(seed_mutex);
+          task = train::make_task(c);
+        }
+        if (on_step) task.on_step = [&on_step, rank](int64_t step) { on_step(rank, step); };
+        outcomes[rank].steps = train::Trainer(c, comm).fit(task).steps;
+        outcomes[rank].finished = true;
+      } catch (const std::exception& e) {
+        outcomes[rank].error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+// A 16 KiB tmpfs at `path`, unmounted when the object goes; ok() is false
+// where mounting is not allowed (no CAP_SYS_ADMIN).
+class SmallTmpfs {
+ public:
+  explicit SmallTmpfs(const std::string& path) : path_(path) {
+    std::filesystem::create_directories(path);
+    mounted_ = ::mount("tmpfs", path.c_str(), "tmpfs", 0, "size=16k") == 0;
+    if (!mounted_) why_ = std::strerror(errno);
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  bool ok() const { return mounted_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string path_, why_;
+  bool mounted_ = false;
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(TrainerFaults, UnusableCheckpointDirectoryFailsEveryRankAtTheStart) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  std::ofstream(dir / "a_file") << "x";
+  auto c = tiny_config(dir / "run");
+  c.checkpoint.dir = dir / "a_file/ckpt";
+  const auto outcomes = fit_on_two_ranks(c);
+  EXPECT_FALSE(outcomes[0].finished);
+  EXPECT_FALSE(outcomes[1].finished);
+  EXPECT_TRUE(contains(outcomes[0].error, "a_file/ckpt")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[1].error, "rank 0 cannot use checkpoint.dir")) << outcomes[1].error;
+}
+
+TEST(TrainerFaults, FullDiskStopsEveryRankWithTheError) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  SmallTmpfs disk(dir / "small");
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
+  auto c = tiny_config(dir / "run");
+  c.checkpoint.dir = dir / "small/ckpt";
+  c.checkpoint.on_error = "stop";
+  const auto outcomes = fit_on_two_ranks(c);
+  EXPECT_FALSE(outcomes[0].finished);
+  EXPECT_FALSE(outcomes[1].finished);
+  EXPECT_TRUE(contains(outcomes[0].error, "step-000000000001.safetensors")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "No space left on device")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "checkpoint.on_error: warn")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[1].error, "the checkpoint of step 1 was not written")) << outcomes[1].error;
+}
+
+TEST(TrainerFaults, FullDiskUnderWarnFinishesTheRun) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  SmallTmpfs disk(dir / "small");
+  if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
+  auto c = tiny_config(dir / "run");
+  c.checkpoint.dir = dir / "small/ckpt";
+  c.checkpoint.on_error = "warn";
+  ::testing::internal::CaptureStderr();
+  const auto outcomes = fit_on_two_ranks(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  for (const auto& o : outcomes) {
+    EXPECT_TRUE(o.finished) << o.error;
+    EXPECT_EQ(o.steps, 2);
+  }
+  EXPECT_TRUE(contains(err, "warning: the checkpoint of step 1 was not written")) << err;
+  EXPECT_TRUE(contains(err, "No space left on device")) << err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "small/ckpt")) << "no partial file is left";
+}
+
+TEST(TrainerFaults, StalledRankIsNamedByTheRankThatTimesOut) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  auto c = tiny_config(dir / "run");
+  c.data.train_limit = 256;  // 4 steps
+  c.checkpoint.every_steps = 0;
+  comm::CommOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  // Rank 1 stalls after its first step (as a SIGSTOPped or stuck process would)
+  // for longer than the timeout; rank 0 waits for it in step 1's allreduce.
+  const auto outcomes = fit_on_two_ranks(
+      c,
+      [](int rank, int64_t step) {
+        if (rank == 1 && step == 1) std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+      },
+      options);
+  EXPECT_FALSE(outcomes[0].finished);
+  EXPECT_FALSE(outcomes[1].finished) << "rank 1 finds its peer gone when it wakes";
+  EXPECT_TRUE(contains(outcomes[0].error, "timed out after 1500 ms")) << outcomes[0].error;
+  EXPECT_TRUE(contains(outcomes[0].error, "this rank (0) was at step 1; behind it: rank 1 (last started step 0)"))
+      << outcomes[0].error;
+}
+
+TEST(TrainerFaults, CheckpointWithDamagedMetadataIsNamed) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  paisoar::testing::TempDir dir("trainer_faults");
+  auto c = tiny_config(dir / "run");
+  c.checkpoint.dir = dir / "ckpt";
+  // Intact as a file (its CRCs match), but its step is not a number.
+  std::filesystem::create_directories(dir / "ckpt");
+  checkpoint::save_safetensors(dir / "ckpt/step-000000000001.safetensors", {{"x", torch::zeros({1})}},
+                               {{"train.step", "1x"}, {"train.loader_epoch", "0"}, {"train.loader_batch", "0"}});
+  const auto outcomes = fit_on_two_ranks(c);
+  for (const auto& o : outcomes) {
+    EXPECT_FALSE(o.finished);
+    EXPECT_TRUE(contains(o.error, "step-000000000001.safetensors: metadata 'train.step' is '1x', not an integer"))
+        << o.error;
+  }
+}
