@@ -1,32 +1,8 @@
-// Memory accounting for ZeRO: distinct storages' bytes, and the optimizer's
-// state read through its own save() (the layout checkpoints use).
+// Memory accounting for ZeRO: what a replicated (DDP) rank holds, counted
+// with memory accounting's storage and optimizer-state counters.
 #include "paisoar/zero/memory_bytes.h"
 
-#include <unordered_set>
-
-#include "paisoar/checkpoint/optimizer_state.h"
-
 namespace paisoar::zero {
-
-int64_t storage_bytes(const std::vector<torch::Tensor>& tensors) {
-  std::unordered_set<const void*> seen;
-  int64_t total = 0;
-  for (const auto& t : tensors) {
-    if (!t.defined()) continue;
-    const auto* impl = t.storage().unsafeGetStorageImpl();
-    if (seen.insert(impl).second) total += static_cast<int64_t>(impl->nbytes());
-  }
-  return total;
-}
-
-int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
-  checkpoint::TensorMap tensors;
-  checkpoint::Metadata metadata;
-  checkpoint::add_optimizer_state(optimizer, tensors, metadata);
-  int64_t total = 0;
-  for (const auto& [name, t] : tensors) total += t.numel() * static_cast<int64_t>(t.element_size());
-  return total;
-}
 
 MemoryBytes replicated_memory(const std::vector<torch::Tensor>& params,
                               const torch::optim::Optimizer& optimizer) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "paisoar/memory/memory_report.h"
+
 namespace paisoar::zero {
 
 struct MemoryBytes {
@@ -19,10 +21,9 @@ struct MemoryBytes {
   int64_t total() const { return params + grads + optimizer_state; }
 };
 
-// Bytes of the distinct storages behind `tensors` (undefined ones skipped).
-int64_t storage_bytes(const std::vector<torch::Tensor>& tensors);
-// Bytes of the state tensors `optimizer` holds (its save() layout; numbers count 8).
-int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+// The counting itself is memory accounting's (paisoar/memory/memory_report.h).
+using memory::optimizer_state_bytes;
+using memory::storage_bytes;
 // What a plain (DDP) rank holds: all parameters, their gradients, the state.
 MemoryBytes replicated_memory(const std::vector<torch::Tensor>& params,
                               const torch::optim::Optimizer& optimizer);
