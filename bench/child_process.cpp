@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 
 #include "launch/unique_fd.h"
@@ -35,9 +36,15 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   return out;
 }
 
-}  // namespace
+// Appends to `lines` the complete lines that `sink` gained since `*scanned`.
+void take_lines(const std::string& sink, size_t* scanned, bool err, double seconds, std::vector<TimedLine>* lines) {
+  for (size_t newline; (newline = sink.find('\n', *scanned)) != std::string::npos; *scanned = newline + 1) {
+    lines->push_back({seconds, err, sink.substr(*scanned, newline - *scanned)});
+  }
+}
 
-ChildResult run_child(const std::vector<std::string>& argv) {
+// run_child's body; `lines` may be null (no line splitting).
+ChildResult spawn_and_drain(const std::vector<std::string>& argv, std::vector<TimedLine>* lines) {
   if (argv.empty()) throw std::invalid_argument("run_child: empty argv");
   auto [out_r, out_w] = make_pipe();
   auto [err_r, err_w] = make_pipe();
@@ -48,6 +55,7 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_adddup2(&actions, err_w.get(), STDERR_FILENO);
   auto c_argv = c_strings(argv);
   pid_t pid = -1;
+  const auto started = std::chrono::steady_clock::now();
   int rc = posix_spawnp(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw launch::SpawnError("cannot start '" + argv[0] + "': " + strerror(rc), rc);
@@ -57,6 +65,7 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   ChildResult result;
   pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
+  size_t scanned[2] = {0, 0};  // how far each sink has been split into lines
   int open_fds = 2;
   char buf[1 << 16];
   while (open_fds > 0) {
@@ -67,11 +76,16 @@ ChildResult run_child(const std::vector<std::string>& argv) {
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (n > 0) {
         sinks[i]->append(buf, static_cast<size_t>(n));
+        if (lines != nullptr) take_lines(*sinks[i], &scanned[i], i == 1, now, lines);
       } else if (n == 0 || errno != EINTR) {
         fds[i].fd = -1;  // poll ignores negative descriptors
         --open_fds;
+        if (lines != nullptr && scanned[i] < sinks[i]->size()) {  // a last line without '\n'
+          lines->push_back({now, i == 1, sinks[i]->substr(scanned[i])});
+        }
       }
     }
   }
@@ -80,6 +94,15 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   }
   result.status = launch::ExitStatus::from_wait_status(status);
   return result;
+}
+
+}  // namespace
+
+ChildResult run_child(const std::vector<std::string>& argv) { return spawn_and_drain(argv, nullptr); }
+
+ChildResult run_child(const std::vector<std::string>& argv, std::vector<TimedLine>* lines) {
+  if (lines == nullptr) throw std::invalid_argument("run_child: lines is null");
+  return spawn_and_drain(argv, lines);
 }
 
 std::string last_line(const std::string& text) {

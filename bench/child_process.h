@@ -1,5 +1,7 @@
 // run_child: runs a program to completion and captures its stdout and stderr,
-// for benchmarks that measure each configuration in a fresh process.
+// for benchmarks that measure each configuration in a fresh process; on
+// request with each line's arrival time, for benchmarks that time what a child
+// reports (bench recovery: a death, a restart, the first step after it).
 #pragma once
 
 #include <string>
@@ -15,11 +17,22 @@ struct ChildResult {
   std::string err;  // everything it wrote to stderr
 };
 
+// One line of a child's output and when this process read it.
+struct TimedLine {
+  double seconds = 0;  // since the child was started (steady clock)
+  bool err = false;    // from stderr (else stdout)
+  std::string text;    // without the '\n'
+};
+
 // Runs argv[0] (searched in PATH when it has no '/') with this process's
 // environment and stdin from /dev/null, and waits for it. The child stays in
 // this process group, so Ctrl-C stops it too. Throws launch::SpawnError when
 // it cannot be started.
 ChildResult run_child(const std::vector<std::string>& argv);
+
+// run_child that also appends to `*lines` every line of both streams, in the
+// order they were read, as it arrives. REQUIRES: lines != nullptr.
+ChildResult run_child(const std::vector<std::string>& argv, std::vector<TimedLine>* lines);
 
 // The last non-empty line of `text` ("" if none).
 std::string last_line(const std::string& text);
