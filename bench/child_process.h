@@ -1,9 +1,11 @@
-// run_child: runs a program to completion and captures its stdout and stderr,
-// for benchmarks that measure each configuration in a fresh process.
+// run_child: runs a program to completion and captures its stdout and stderr
+// (run_json_child: and reads the JSON it writes to a file), for benchmarks that measure each configuration in a fresh process.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "launch/rank_process.h"
 
@@ -20,6 +22,11 @@ struct ChildResult {
 // this process group, so Ctrl-C stops it too. Throws launch::SpawnError when
 // it cannot be started.
 ChildResult run_child(const std::vector<std::string>& argv);
+
+// Runs argv with `--out FILE` appended (a fresh temporary file), waits, and
+// returns the JSON the program wrote there. Throws std::runtime_error saying
+// `who` failed, with the end of its stderr, when it fails or writes no JSON.
+nlohmann::json run_json_child(std::vector<std::string> argv, const std::string& who);
 
 // The last non-empty line of `text` ("" if none).
 std::string last_line(const std::string& text);
