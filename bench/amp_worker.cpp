@@ -3,33 +3,15 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <fstream>
 #include <stdexcept>
 
 #include "bench/amp_run.h"
+#include "bench/proc_status.h"
 #include "paisoar/amp/autocast.h"
 #include "paisoar/models.h"
 
 namespace paisoar::bench {
 namespace {
-
-// A field of /proc/self/status in KiB (VmRSS: current RSS, VmHWM: its peak).
-int64_t proc_status_kib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.compare(0, field.size() + 1, field + ":") == 0) return std::stoll(line.substr(field.size() + 1));
-  }
-  throw std::runtime_error("no " + field + " in /proc/self/status (is /proc mounted?)");
-}
-
-// Resets VmHWM to the current RSS (Linux >= 4.0); false where not allowed.
-bool reset_peak_rss() {
-  std::ofstream clear_refs("/proc/self/clear_refs");
-  clear_refs << "5";
-  clear_refs.flush();
-  return static_cast<bool>(clear_refs);
-}
 
 struct Built {
   torch::nn::AnyModule model;

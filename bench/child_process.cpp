@@ -1,4 +1,5 @@
-// run_child: posix_spawn with stdout and stderr drained through pipes by poll.
+// run_child: posix_spawn with stdout and stderr drained through pipes by poll;
+// run_json_child: the same with an --out file in /tmp.
 #include "bench/child_process.h"
 
 #include <fcntl.h>
@@ -10,6 +11,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
 
 #include "launch/unique_fd.h"
@@ -103,6 +106,31 @@ ChildResult run_child(const std::vector<std::string>& argv) { return spawn_and_d
 ChildResult run_child(const std::vector<std::string>& argv, std::vector<TimedLine>* lines) {
   if (lines == nullptr) throw std::invalid_argument("run_child: lines is null");
   return spawn_and_drain(argv, lines);
+}
+
+nlohmann::json run_json_child(std::vector<std::string> argv, const std::string& who) {
+  char name[] = "/tmp/paisoar_bench_XXXXXX";
+  const int fd = ::mkstemp(name);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
+  ::close(fd);
+  const std::string out = name;
+  argv.push_back("--out");
+  argv.push_back(out);
+  auto child = run_child(argv);
+  nlohmann::json result;
+  std::ifstream in(out);
+  bool ok = child.status.success();
+  try {
+    ok = ok && (in >> result);
+  } catch (const nlohmann::json::exception&) {
+    ok = false;
+  }
+  std::remove(out.c_str());
+  if (!ok) {
+    throw std::runtime_error(who + " " + child.status.describe() + "; its output ends with: " +
+                             child.err.substr(child.err.size() > 2000 ? child.err.size() - 2000 : 0));
+  }
+  return result;
 }
 
 std::string last_line(const std::string& text) {

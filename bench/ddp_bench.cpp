@@ -36,29 +36,9 @@ struct DdpBenchOptions {
 const std::vector<std::string> kOurVariants = {"ddp",  "no-overlap", "naive",   "fp16",
                                                "bf16", "int8",       "powersgd"};
 
-std::string temp_file() {
-  char name[] = "/tmp/paisoar_ddp_bench_XXXXXX";
-  const int fd = ::mkstemp(name);
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file in /tmp");
-  ::close(fd);
-  return name;
-}
-
-// Runs argv (which must write JSON to `out`) and returns its "variants".
+// Runs argv (which must write JSON to its --out file) and returns its "variants".
 nlohmann::json run(std::vector<std::string> argv, const std::string& who) {
-  const std::string out = temp_file();
-  argv.push_back("--out");
-  argv.push_back(out);
-  auto child = bench::run_child(argv);
-  nlohmann::json result;
-  std::ifstream in(out);
-  const bool ok = child.status.success() && (in >> result);
-  std::remove(out.c_str());
-  if (!ok) {
-    throw std::runtime_error(who + " " + child.status.describe() + "; its output ends with: " +
-                             child.err.substr(child.err.size() > 2000 ? child.err.size() - 2000 : 0));
-  }
-  return result["variants"];
+  return bench::run_json_child(std::move(argv), who)["variants"];
 }
 
 std::vector<std::string> launched(const DdpBenchOptions&, int nproc, std::vector<std::string> cmd) {

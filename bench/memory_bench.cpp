@@ -1,5 +1,6 @@
-// `paisoar bench memory`: what the memory remedies cost and save. This file
-// holds the activation-checkpointing section: peak activation memory (the
+// `paisoar bench memory`: what the memory remedies cost and save, in two
+// sections (--section): ZeRO against plain DDP (bench/zero_memory_bench.cpp)
+// and, here, activation checkpointing: peak activation memory (the
 // tracking CPU allocator's peak above the step's start, gradients already
 // allocated) and step time of a deep GPT-style block stack, with and without
 // checkpointing every block. Target (issue #7): at least 50% less peak
@@ -13,6 +14,7 @@
 
 #include "apps/paisoar-core/commands.h"
 #include "bench/measure_pair.h"
+#include "bench/zero_memory_bench.h"
 #include "paisoar/memory.h"
 #include "paisoar/models/gpt.h"
 
@@ -25,6 +27,8 @@ struct MemoryBenchOptions {
   int repeats = 5;
   int iters = 3;  // steps per sample
   std::string json = "memory_bench.json";
+  std::string section = "all";  // checkpoint, zero or all
+  ZeroMemoryBenchOptions zero;
 };
 
 struct CheckpointRow {
@@ -70,8 +74,8 @@ CheckpointRow checkpoint_section(const MemoryBenchOptions& o) {
   return row;
 }
 
-int run_memory_bench(const MemoryBenchOptions& o) {
-  nlohmann::json out = {{"threads", torch::get_num_threads()}};
+void checkpoint_report(const MemoryBenchOptions& o, nlohmann::json& out) {
+  out["threads"] = torch::get_num_threads();
   std::printf("paisoar bench memory: activation checkpointing, %d GPT blocks (C=%ld, B=%ld, T=%ld), "
               "median of %d samples of %d steps, %d threads\n",
               o.layers, static_cast<long>(o.embd), static_cast<long>(o.batch), static_cast<long>(o.seq),
@@ -89,6 +93,20 @@ int run_memory_bench(const MemoryBenchOptions& o) {
       {"plain_peak_bytes", row.plain_peak}, {"checkpointed_peak_bytes", row.ckpt_peak},
       {"plain_step_ms", row.plain_s * 1e3}, {"checkpointed_step_ms", row.ckpt_s * 1e3},
       {"peak_ratio", mem_ratio}, {"time_ratio", time_ratio}};
+}
+
+// The sections already in `path` (so a run of one section keeps the other's figures).
+nlohmann::json existing_results(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  auto old = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return old.is_object() ? old : nlohmann::json::object();
+}
+
+int run_memory_bench(const MemoryBenchOptions& o) {
+  nlohmann::json out = existing_results(o.json);
+  if (o.section != "zero") checkpoint_report(o, out);
+  if (o.section != "checkpoint") out["zero"] = zero_memory_section(o.zero);
   std::ofstream(o.json) << out.dump(2) << "\n";
   std::printf("wrote %s\n", o.json.c_str());
   return 0;
@@ -98,14 +116,18 @@ int run_memory_bench(const MemoryBenchOptions& o) {
 
 Command add_bench_memory_command(CLI::App& bench) {
   auto o = std::make_shared<MemoryBenchOptions>();
-  auto* cmd = bench.add_subcommand("memory", "memory remedies: activation checkpointing's savings and cost");
+  auto* cmd = bench.add_subcommand(
+      "memory", "memory remedies: ZeRO stages 1-3 against DDP, activation checkpointing's savings and cost");
+  cmd->add_option("--section", o->section, "which to run: checkpoint, zero or all")
+      ->check(CLI::IsMember({"checkpoint", "zero", "all"}));
   cmd->add_option("--layers", o->layers, "transformer blocks")->check(CLI::Range(1, 1000));
   cmd->add_option("--batch", o->batch, "sequences per step")->check(CLI::Range(1, 4096));
   cmd->add_option("--seq", o->seq, "tokens per sequence")->check(CLI::Range(1, 65536));
   cmd->add_option("--embd", o->embd, "model width (divisible by 4 heads)")->check(CLI::Range(4, 65536));
   cmd->add_option("--repeats", o->repeats, "samples (median kept)")->check(CLI::Range(1, 1000));
   cmd->add_option("--iters", o->iters, "steps per sample")->check(CLI::Range(1, 100000));
-  cmd->add_option("--json", o->json, "where to write the results");
+  cmd->add_option("--json", o->json, "where to write the results (other sections already there are kept)");
+  add_zero_memory_options(*cmd, o->zero);
   return [o](int, char**) { return run_memory_bench(*o); };
 }
 
