@@ -1,12 +1,15 @@
 // ZeroOptimizer's gradient protocol: a post-hook on each parameter's gradient
 // accumulator gathers the gradient into its unit's flat buffer; when a unit is
 // complete (and every unit before it in order_ was launched) its average is
-// reduce-scattered, so each rank receives only its chunk. The end-of-backward
-// callback launches the rest, waits, and releases what this stage does not keep.
+// reduce-scattered, so each rank receives only its chunk. At most
+// max_inflight_units are in flight: the oldest is completed (its full gradient
+// freed from stage 2) before the next launches. The end-of-backward callback
+// launches the rest, waits, and releases what this stage does not keep.
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "paisoar/comm/communicator.h"
@@ -30,6 +33,7 @@ void ZeroOptimizer::Impl::install_hooks() {
 void ZeroOptimizer::Impl::reset_iteration() {
   callback_queued_ = false;
   next_launch_ = 0;
+  next_complete_ = 0;
   std::fill(ready_.begin(), ready_.end(), 0);
   for (size_t u = 0; u < units_.size(); ++u) units_[u].pending = layout_->units()[u].params.size();
   error_.clear();
@@ -101,9 +105,31 @@ void ZeroOptimizer::Impl::on_gradient(size_t index) {
 }
 
 void ZeroOptimizer::Impl::launch_ready_units() {
+  const size_t window = static_cast<size_t>(std::max(1, options_.max_inflight_units));
   while (next_launch_ < order_.size() && units_[order_[next_launch_]].pending == 0) {
     launch_reduce(order_[next_launch_++]);
+    while (next_launch_ - next_complete_ > window) complete_reduce(order_[next_complete_++]);
   }
+}
+
+void ZeroOptimizer::Impl::complete_reduce(size_t u) {
+  auto& unit = units_[u];
+  unit.reduce_work.wait();
+  torch::NoGradGuard no_grad;
+  if (unit.reduced.defined()) {
+    unit.grad_chunk.copy_(unit.reduced);
+    unit.reduced = torch::Tensor();
+  }
+  if (options_.stage == 1) {
+    // Keep only the averaged chunk: the other chunks held this rank's local
+    // sums, which the next backward must not add to.
+    const int64_t chunk = layout_->units()[u].chunk;
+    unit.full_grad.narrow(0, 0, rank_ * chunk).zero_();
+    unit.full_grad.narrow(0, (rank_ + 1) * chunk, (world_ - rank_ - 1) * chunk).zero_();
+    return;
+  }
+  for (size_t i : layout_->units()[u].params) params_[i].tensor.mutable_grad() = torch::Tensor();
+  unit.full_grad = torch::Tensor();
 }
 
 void ZeroOptimizer::Impl::launch_reduce(size_t u) {
@@ -155,21 +181,7 @@ void ZeroOptimizer::Impl::finalize() {
   }
   launch_ready_units();
   TORCH_INTERNAL_ASSERT(next_launch_ == order_.size());
-  for (size_t u : order_) {
-    auto& unit = units_[u];
-    unit.reduce_work.wait();
-    if (unit.reduced.defined()) {
-      unit.grad_chunk.copy_(unit.reduced);
-      unit.reduced = torch::Tensor();
-    }
-    if (options_.stage == 1) {
-      // Keep only the averaged chunk: the other chunks held this rank's local
-      // sums, which the next backward must not add to.
-      const int64_t chunk = layout_->units()[u].chunk;
-      unit.full_grad.narrow(0, 0, rank_ * chunk).zero_();
-      unit.full_grad.narrow(0, (rank_ + 1) * chunk, (world_ - rank_ - 1) * chunk).zero_();
-    }
-  }
+  while (next_complete_ < order_.size()) complete_reduce(order_[next_complete_++]);
   if (options_.stage >= 2) release_full_grads();
   if (!error_.empty()) throw std::runtime_error(error_);
 }

@@ -61,6 +61,10 @@ class ZeroOptimizer::Impl {
   void ensure_full_grad(size_t u);
   void launch_ready_units();
   void launch_reduce(size_t u);
+  // Waits for unit u's reduce-scatter and keeps what this stage keeps of it:
+  // the averaged chunk; stage 1 also zeroes the other chunks, stages 2-3
+  // release the unit's full gradient buffer.
+  void complete_reduce(size_t u);
   void finalize();
   void release_full_grads();
   void reset_iteration();
@@ -96,6 +100,7 @@ class ZeroOptimizer::Impl {
   bool sync_ = true;
   bool callback_queued_ = false;
   size_t next_launch_ = 0;       // position in order_ of the first unit not launched
+  size_t next_complete_ = 0;     // position in order_ of the first unit not completed
   std::vector<char> ready_;
   std::string error_;
 };

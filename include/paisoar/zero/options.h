@@ -16,6 +16,11 @@ struct ZeroOptions {
   // Reduce-scatter a unit's gradients as soon as its last one is in (during
   // backward); false: all units at the end of backward (a baseline).
   bool overlap = true;
+  // At most this many units' reduce-scatters in flight during backward: the
+  // oldest is waited for (and, from stage 2, its full gradient buffer and the
+  // communicator's receive buffer freed) before another is launched, so a
+  // step never holds every unit's full gradients at once.
+  int max_inflight_units = 2;
   // Stage 3: gather the next layer's parameters while this one computes.
   bool prefetch = true;
   // Print the one-line note that a 1-rank ZeRO saves no memory.
