@@ -12,6 +12,7 @@
 
 #include "paisoar/checkpoint/optimizer_state.h"
 #include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "src/zero/shard_set.h"
 
@@ -50,10 +51,14 @@ void add_sharded_optimizer_state(const ZeroOptimizer& z, checkpoint::TensorMap& 
 
 void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoint::Metadata& extra) {
   auto comm = z.comm();
+  // A rank that cannot write must not leave the others waiting in a
+  // collective: its error is kept until every rank has agreed at the end.
+  std::string error;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  TORCH_CHECK(std::filesystem::is_directory(dir), "save_sharded: cannot create directory '", dir, "'",
-              ec ? ": " + ec.message() : std::string());
+  if (!std::filesystem::is_directory(dir)) {
+    error = "save_sharded: cannot create directory '" + dir + "'" + (ec ? ": " + ec.message() : std::string());
+  }
   // One id for the files of this save, from rank 0.
   torch::Tensor run = torch::zeros({1}, torch::kInt64);
   if (comm->rank() == 0) {
@@ -77,8 +82,21 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoi
   metadata["zero.stage"] = std::to_string(z.stage());
   metadata["zero.params"] = params.dump();
   metadata["zero.dtype"] = c10::toString(z.param_dtype());
-  checkpoint::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors, metadata);
-  comm->barrier().wait();  // every file is in place when any rank returns
+  if (error.empty()) {
+    try {
+      checkpoint::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors,
+                                   metadata);
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  // Every file is in place when any rank returns, or every rank throws.
+  const bool failed = comm::any_rank(comm, !error.empty());
+  TORCH_CHECK(!failed, error.empty() ? "save_sharded: another rank could not write its shard file to '" + dir +
+                                           "'; its error says why"
+                                     : error);
 }
 
 
