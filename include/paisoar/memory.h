@@ -5,6 +5,7 @@
 
 #include "paisoar/memory/checkpoint.h"
 #include "paisoar/memory/checkpoint_policy.h"
+#include "paisoar/memory/checkpoint_regions.h"
 #include "paisoar/memory/device_memory.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/memory/tracking_allocator.h"

@@ -1,6 +1,8 @@
-// Named precision regions: one active policy per thread, kept as a stack of
-// guards so nested guards restore the outer one.
+// Named precision regions: one active policy (and one region runner) per
+// thread, each kept as a stack of guards so nested guards restore the outer one.
 #include "paisoar/amp/precision_regions.h"
+
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 
@@ -8,6 +10,7 @@ namespace paisoar::amp {
 namespace {
 
 thread_local ActivePolicy* t_active = nullptr;
+thread_local RegionRunner* t_runner = nullptr;
 
 }  // namespace
 
@@ -26,6 +29,22 @@ PrecisionScope region(const std::string& name) {
   }
   return PrecisionScope(active->policy_.precision_for(name), active->device_);
 }
+
+ActiveRegionRunner::ActiveRegionRunner(RegionRunner& runner) : previous_(t_runner) { t_runner = &runner; }
+
+ActiveRegionRunner::~ActiveRegionRunner() { t_runner = previous_; }
+
+namespace detail {
+
+RegionRunner* active_region_runner() { return t_runner; }
+
+void region_is_not_a_module(const std::string& name) {
+  TORCH_CHECK(false, "model region '", name, "' is computed by a function, not a module, so it cannot be run "
+              "another way (activation checkpointing needs the module that owns its parameters); pass the "
+              "module to amp::in_region, or choose other regions");
+}
+
+}  // namespace detail
 
 std::vector<std::string> unmatched_patterns(const PrecisionPolicy& policy, const std::vector<std::string>& regions) {
   std::vector<std::string> unmatched;

@@ -125,7 +125,7 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   const std::pair<const char*, torch::nn::Sequential*> layers[] = {
       {"layer1", &layer1}, {"layer2", &layer2}, {"layer3", &layer3}, {"layer4", &layer4}};
   for (const auto& [name, layer] : layers) {
-    x = amp::in_region(name, x, [layer = layer](const torch::Tensor& t) { return (*layer)->forward(t); });
+    x = amp::in_region(name, x, *layer);
   }
   x = F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1);
   return amp::in_region("fc", x, fc);

@@ -69,9 +69,9 @@ VggImpl::VggImpl(const VggOptions& options) : options_(options) {
 torch::Tensor VggImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) >= min_side_ && x.size(3) >= min_side_,
               "Vgg takes N x 3 x H x W images with H, W >= ", min_side_, " (one halving per pool), got ", x.sizes());
-  x = amp::in_region("features", x, [&](const torch::Tensor& t) { return features->forward(t); });
+  x = amp::in_region("features", x, features);
   x = avgpool(x).flatten(1);
-  return amp::in_region("classifier", x, [&](const torch::Tensor& t) { return classifier->forward(t); });
+  return amp::in_region("classifier", x, classifier);
 }
 
 Vgg vgg16(int64_t num_classes, bool batch_norm) {

@@ -16,7 +16,13 @@
 #include <c10/core/DeviceType.h>
 #include <torch/types.h>
 
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <functional>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,12 +53,70 @@ class ActivePolicy {
 // The scope for region `name` under the thread's active policy.
 PrecisionScope region(const std::string& name);
 
-// Runs `module(x)` (a module holder or any callable) as region `name`, its
-// input cast to the region's precision.
+// Runs chosen regions another way: memory::CheckpointRegions recomputes them
+// in backward instead of keeping their activations (the Trainer's
+// `activation_checkpointing: [patterns]`). One runner is active per thread,
+// through ActiveRegionRunner; regions entered with in_region() consult it.
+class RegionRunner {
+ public:
+  using Fn = std::function<torch::Tensor(const torch::Tensor&)>;
+  virtual ~RegionRunner() = default;
+  // Asked for every in_region() entered while the runner is active: whether it
+  // runs this region (then run() is called) or the region runs plainly.
+  virtual bool takes(const std::string& name) = 0;
+  // Returns fn(x). `fn` owns the region's module; `params` are its parameters.
+  virtual torch::Tensor run(const std::string& name, Fn fn, const torch::Tensor& x,
+                            std::vector<torch::Tensor> params) = 0;
+};
+
+// Makes `runner` the one in_region() consults on this thread until destroyed
+// (then the previous one is back). `runner` must outlive the guard.
+class ActiveRegionRunner {
+ public:
+  explicit ActiveRegionRunner(RegionRunner& runner);
+  ~ActiveRegionRunner();
+  ActiveRegionRunner(const ActiveRegionRunner&) = delete;
+  ActiveRegionRunner& operator=(const ActiveRegionRunner&) = delete;
+
+ private:
+  RegionRunner* previous_;
+};
+
+namespace detail {
+RegionRunner* active_region_runner();
+// Throws c10::Error: a runner took region `name`, which a model computes with
+// a function rather than a module (nothing owns its parameters).
+[[noreturn]] void region_is_not_a_module(const std::string& name);
+
+template <typename T>
+struct is_module_pointer : std::false_type {};
+template <typename T>
+struct is_module_pointer<std::shared_ptr<T>> : std::is_base_of<torch::nn::Module, T> {};
+template <typename M>
+constexpr bool is_module_v = std::is_base_of_v<torch::detail::ModuleHolderIndicator, std::decay_t<M>> ||
+                             is_module_pointer<std::decay_t<M>>::value;
+}  // namespace detail
+
+// Runs `module(x)` as region `name`, its input cast to the region's precision.
+// `module` is a module holder (torch::nn::Linear, a TORCH_MODULE type), a
+// std::shared_ptr to a module, or any callable; only modules can be taken by a
+// RegionRunner (checkpointed), so models should pass the module itself.
 template <typename Module>
 torch::Tensor in_region(const std::string& name, const torch::Tensor& x, Module&& module) {
   auto pin = region(name);
-  return std::forward<Module>(module)(pin.cast(x));
+  RegionRunner* runner = detail::active_region_runner();
+  if constexpr (detail::is_module_v<Module>) {
+    if (runner != nullptr && runner->takes(name)) {
+      std::decay_t<Module> held = module;  // shares the module; lives as long as backward needs it
+      auto params = held->parameters();
+      return runner->run(name, [held](const torch::Tensor& t) mutable { return held->forward(t); }, pin.cast(x),
+                         std::move(params));
+    }
+    return module->forward(pin.cast(x));
+  } else {
+    if (runner != nullptr && runner->takes(name)) detail::region_is_not_a_module(name);
+    return std::forward<Module>(module)(pin.cast(x));
+  }
 }
 
 // The patterns of `policy` that match none of `regions` (typos, or names the
