@@ -45,6 +45,10 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",
          {"none", "fp16", "bf16", "int8", "powersgd"});
   s.bind("distributed.overlap", &c.distributed.overlap, "communicate during backward");
+  s.bind("zero.stage", &c.zero.stage, "ZeRO: 0 off (DDP), 1 optimizer state, 2 + gradients, 3 + parameters");
+  s.bind("zero.prefetch", &c.zero.prefetch, "stage 3: gather the next layer during this one");
+  s.bind("activation_checkpointing", &c.activation_checkpointing,
+         "model regions recomputed in backward (glob patterns)");
   s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
   s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end");
   s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "");
@@ -55,6 +59,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)");
   s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");
   s.bind("profiler.op_profile", &c.profiler.op_profile, "LibTorch per-op trace for the window");
+  s.bind("profiler.memory", &c.profiler.memory, "per-rank memory table (and step peak) at the end");
   s.bind("eval.every_epochs", &c.eval.every_epochs, "0: only at the end");
   s.bind("eval.every_steps", &c.eval.every_steps, "also every N steps (0: off)");
   s.bind("eval.target_accuracy", &c.eval.target_accuracy,
@@ -110,6 +115,18 @@ void validate(const TrainConfig& c, int64_t world_size) {
               "has an empty pattern; give module names or globs such as fc2 or \"layer*\"");
     }
   }
+  for (const auto& p : c.activation_checkpointing) {
+    require(!p.empty(), "activation_checkpointing",
+            "has an empty pattern; give region names or globs such as \"layer*\"");
+  }
+  require(c.zero.stage >= 0 && c.zero.stage <= 3, "zero.stage",
+          std::to_string(c.zero.stage) + " is not a ZeRO stage; use 0 (off), 1, 2 or 3");
+  require(c.zero.stage == 0 || c.distributed.compression == "none", "distributed.compression",
+          "'" + c.distributed.compression + "' compresses DDP's allreduce, which ZeRO (zero.stage " +
+              std::to_string(c.zero.stage) + ") does not use; set it to none or zero.stage to 0");
+  require(c.zero.stage != 3 || c.activation_checkpointing.empty(), "activation_checkpointing",
+          "does not combine with zero.stage 3 yet (its layers are gathered around their own forward and "
+          "backward); use zero.stage 2 with checkpointing, or stage 3 without");
   require(!c.eval.stop_at_target || c.eval.target_accuracy > 0, "eval.stop_at_target",
           "needs eval.target_accuracy (the percentage to stop at)");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");

@@ -21,11 +21,14 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/progress_board.h"
 #include "paisoar/data/data_loader.h"
-#include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/device_memory.h"
+#include "paisoar/memory/tracking_allocator.h"
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/profiler.h"
-#include "src/train/optimizer_factory.h"
+#include "src/train/grad_sync.h"
+#include "src/train/memory_table.h"
 #include "src/train/range_view.h"
 #include "src/train/run_report.h"
 #include "src/train/trainer_checkpoint.h"
@@ -113,6 +116,18 @@ void check_policy_matched(const amp::PrecisionPolicy& policy, const std::vector<
                     (names.empty() ? std::string("it marks none: see amp/precision_regions.h") : names) + ")");
 }
 
+// After the first forward: every activation_checkpointing pattern must have
+// matched a region the model marks.
+void check_checkpointing_matched(const memory::CheckpointRegions& regions) {
+  const auto unmatched = regions.unmatched();
+  if (unmatched.empty()) return;
+  std::string names;
+  for (const auto& r : regions.seen()) names += (names.empty() ? "" : ", ") + r;
+  throw ConfigError("activation_checkpointing: '" + unmatched.front() +
+                    "' matches none of the model's regions (" +
+                    (names.empty() ? std::string("it marks none: see amp/precision_regions.h") : names) + ")");
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm)
@@ -157,12 +172,13 @@ TrainResult Trainer::fit(const TrainTask& task) {
   if (c.train.max_steps > 0) total_steps = std::min(total_steps, c.train.max_steps);
 
   const double lr = optim::scaled_lr(c.optimizer.lr, c.train.batch_size, c.optimizer.lr_batch);
-  auto optimizer = make_optimizer(c.optimizer, params, lr);
+  GradSync sync(c, task.model, comm_, lr);  // ZeRO: collective, shards the model now
+  torch::optim::Optimizer& optimizer = sync.optimizer();
   optim::LrScheduleOptions schedule_options;
   schedule_options.warmup_steps = std::min(c.schedule.warmup_steps, total_steps);
   schedule_options.decay = decay_of(c.schedule.decay);
   schedule_options.total_steps = total_steps;
-  optim::LrSchedule schedule(*optimizer, schedule_options);
+  optim::LrSchedule schedule(optimizer, schedule_options);
 
   const auto autocast_options = autocast_for(c.amp, device);
   const amp::PrecisionPolicy policy = policy_of(c.amp);
@@ -173,20 +189,20 @@ TrainResult Trainer::fit(const TrainTask& task) {
   scaler_options.growth_interval = c.amp.growth_interval;
   amp::GradScaler scaler(scaler_options, comm_);
 
-  // Resume before the reducer exists: it then broadcasts the restored weights.
+  // Resume before DDP's reducer exists: it then broadcasts the restored weights.
   checkpoint::CheckpointOptions checkpoint_options;
   checkpoint_options.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
   checkpoint_options.every_steps = c.checkpoint.every_steps;
   checkpoint_options.keep_last = c.checkpoint.keep_last;
   checkpoint_options.rank = static_cast<int>(rank);
   checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
-  const TrainerState state{task.model.get(), optimizer.get(), &schedule, &scaler};
+  const TrainerState state{task.model.get(), &optimizer, &schedule, &scaler, sync.zero()};
   TrainResult result;
   std::string resumed_message;
   int64_t step = 0;
   data::LoaderPosition position;
   if (c.checkpoint.resume) {
-    if (auto point = restore_trainer_state(checkpoints, state)) {
+    if (auto point = restore_trainer_state(checkpoints, state, comm_)) {
       step = point->step;
       position = point->loader;
       result.resumed_from = point->path;
@@ -199,24 +215,15 @@ TrainResult Trainer::fit(const TrainTask& task) {
       resumed_message = "resumed from " + point->path + " at step " + std::to_string(step);
     }
   }
-  // Every rank must resume from the same step (a node without the checkpoint
-  // directory would start over and the ranks' collectives would not pair up).
-  auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
-  comm_->allreduce(steps, comm::ReduceOp::Max).wait();
-  if (steps[0].item<double>() != -steps[1].item<double>()) {
-    throw std::runtime_error("ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
-                             " to " + std::to_string(steps[0].item<int64_t>()) + "); rank " +
-                             std::to_string(rank) + " is at " + std::to_string(step) +
-                             ": give every node the same checkpoint.dir (a shared file system)");
-  }
   const std::string config_text = dump_config(c);
   int64_t saved_step = step;
 
-  ddp::DdpOptions ddp_options;
-  ddp_options.bucket_cap_mb = c.distributed.bucket_cap_mb;
-  ddp_options.overlap = c.distributed.overlap;
-  ddp_options.compression.type = ddp::parse_compression(c.distributed.compression);
-  ddp::GradientReducer reducer(task.model, comm_, ddp_options);
+  sync.start();
+  std::optional<memory::CheckpointRegions> checkpoint_regions;
+  if (!c.activation_checkpointing.empty()) checkpoint_regions.emplace(c.activation_checkpointing);
+  bool checkpointing_checked = !checkpoint_regions;
+  if (c.profiler.memory && device == c10::DeviceType::CPU) memory::install_cpu_tracking_allocator();
+  int64_t peak_step_bytes = -1;  // the most a step allocated above its start (profiler.memory)
   amp::FiniteLossCheckOptions finite_options;
   finite_options.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
   amp::FiniteLossCheck finite_loss(finite_options, comm_);
@@ -239,16 +246,18 @@ TrainResult Trainer::fit(const TrainTask& task) {
   int64_t skipped_steps = 0;
 
   {
+    const std::string sync_name = c.zero.stage > 0 ? "ZeRO stage " + std::to_string(c.zero.stage)
+                                                   : "DDP compression " + c.distributed.compression;
     char header[400];
     std::snprintf(header, sizeof(header),
                   "paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
-                  "%s, %s lr %.4g (warmup %lld, %s over %lld steps), compression %s, %lld loader "
+                  "%s, %s lr %.4g (warmup %lld, %s over %lld steps), %s, %lld loader "
                   "workers per rank",
                   static_cast<long long>(task.train_data->size()), static_cast<long long>(world),
                   static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
                   static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(), lr,
                   static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
-                  static_cast<long long>(total_steps), c.distributed.compression.c_str(),
+                  static_cast<long long>(total_steps), sync_name.c_str(),
                   static_cast<long long>(c.data.workers));
     report.message(header);
   }
@@ -288,7 +297,9 @@ TrainResult Trainer::fit(const TrainTask& task) {
         progress.post(step);
         heartbeat.beat();
         prof.begin_step(step);
-        optimizer->zero_grad();
+        std::optional<memory::PeakMeter> meter;
+        if (c.profiler.memory) meter.emplace(model_device);
+        sync.zero_grad();
         double step_loss = 0;
         bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
         for (int64_t micro = 0; micro < accumulation; ++micro) {
@@ -301,21 +312,27 @@ TrainResult Trainer::fit(const TrainTask& task) {
           wait_sum += batch->wait_s;
           batch->data = batch->data.to(model_device, /*non_blocking=*/true);
           batch->labels = batch->labels.to(model_device, /*non_blocking=*/true);
-          reducer.set_sync(micro + 1 == accumulation);
+          sync.set_sync(micro + 1 == accumulation);
           torch::Tensor out, loss;
           {
             auto timed = prof.phase(profiler::Phase::Forward);
-            reducer.pre_forward();
+            sync.pre_forward();
             amp::autocast guard(autocast_options);
             amp::ActivePolicy pins(policy, device);
+            std::optional<amp::ActiveRegionRunner> recompute;
+            if (checkpoint_regions) recompute.emplace(*checkpoint_regions);
             out = task.forward(batch->data);
             loss = loss_fn(out, batch->labels);
             if (!policy_checked) {
               check_policy_matched(policy, pins.regions_seen());
               policy_checked = true;
             }
+            if (!checkpointing_checked) {
+              check_checkpointing_matched(*checkpoint_regions);
+              checkpointing_checked = true;
+            }
           }
-          reducer.post_forward({out});
+          sync.post_forward({out});
           if (!finite_loss(loss, step)) {
             skip = true;  // the rest of the step's micro-batches are dropped with it
             break;
@@ -326,24 +343,25 @@ TrainResult Trainer::fit(const TrainTask& task) {
           }
           step_loss += loss.item<double>() / static_cast<double>(accumulation);
         }
-        const auto& reducer_stats = reducer.last_stats();
+        const auto& reducer_stats = sync.last_stats();
         prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
         profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
         {
           auto timed = prof.phase(profiler::Phase::Optimizer);
           if (skip) {
-            optimizer->zero_grad();  // no update: the step's gradients are dropped on every rank
+            sync.zero_grad();  // no update: the step's gradients are dropped on every rank
             ++skipped_steps;
           } else {
             if (c.optimizer.clip_grad_norm > 0) {
-              scaler.unscale_(*optimizer);
-              optim::clip_grad_norm_(params, c.optimizer.clip_grad_norm);
+              scaler.unscale_(optimizer);
+              sync.clip_grad_norm(c.optimizer.clip_grad_norm);
             }
-            if (!scaler.step(*optimizer)) ++skipped_steps;
+            if (!scaler.step(optimizer)) ++skipped_steps;
             scaler.update();
           }
           schedule.step();
         }
+        if (meter) peak_step_bytes = std::max(peak_step_bytes, meter->peak_above_start());
         if (scaler_options.enabled) loss_scales.push_back(scaler.get_scale());
         prof.end_step();
         ++step;
@@ -358,7 +376,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
         const bool epoch_end = i + 1 == steps_per_epoch || step == total_steps;
         if (report.step_done(step, epoch_end)) {
           const double elapsed = seconds_since(epoch_start) - (eval_seconds - epoch_eval_start);
-          const auto& stats = reducer.last_stats();
+          const auto& stats = sync.last_stats();
           StepLog log;
           log.epoch = epoch;
           log.step = step;
@@ -407,6 +425,15 @@ TrainResult Trainer::fit(const TrainTask& task) {
     run.mixed_precision = autocast_options.enabled;
     if (lead) report.message(profiler::format_report(summary, profiler::advise(run)));
   }
+  if (c.profiler.memory) {
+    // Every rank takes part in the gather; rank 0 prints.
+    auto mine = sync.measure_memory(static_cast<int>(rank), model_device);
+    mine.peak_activation_bytes = peak_step_bytes;
+    const auto reports = gather_memory_reports(*comm_, mine);
+    if (lead) report.message("memory per rank (peak act: the most one step allocated above its start)\n" +
+                             memory::format_memory_reports(reports));
+  }
+  sync.finish();
   const double trained = train_time();
   result.samples_per_s = trained > 0 ? c.train.batch_size * result.steps / trained : 0;
   report.summary(result, c.eval.target_accuracy);

@@ -1,15 +1,21 @@
 // Trainer checkpoints: the checkpoint subsystem's model/optimizer/RNG state
-// plus "schedule.*" and "scaler.*" tensors and "train.*" metadata.
+// (under ZeRO: the RNG only, the rest in the shard directory that
+// "train.zero_shards" names) plus "schedule.*" and "scaler.*" tensors and
+// "train.*" metadata.
 #include "src/train/trainer_checkpoint.h"
 
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
+#include "paisoar/zero/sharded_checkpoint.h"
 
 namespace paisoar::train {
 namespace {
@@ -45,6 +51,28 @@ int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
                              "', not an integer; the checkpoint is damaged, remove it to resume from the one before");
   }
   return value;
+}
+
+const char* const kShardKey = "train.zero_shards";
+
+// The shard directory of step `step`'s checkpoint, relative to checkpoint.dir.
+std::string shard_dir_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "zero-%012lld", static_cast<long long>(step));
+  return name;
+}
+
+// Rank 0, after a save: removes the shard directories that no kept step file names.
+void prune_shard_dirs(const checkpoint::CheckpointManager& manager) {
+  namespace fs = std::filesystem;
+  std::set<std::string> kept;
+  for (const auto& f : manager.list()) kept.insert(shard_dir_name(f.step));
+  const std::regex pattern(R"(zero-\d{12})");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(manager.options().dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, pattern) && !kept.count(name)) fs::remove_all(entry.path(), ec);
+  }
 }
 
 std::string message_of(const std::exception& e) {
@@ -101,22 +129,73 @@ void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerSta
                                    {"train.loader_epoch", std::to_string(loader.epoch)},
                                    {"train.loader_batch", std::to_string(loader.batch)},
                                    {"train.config", config_text}};
-  auto c = checkpoint::capture_training_state({state.model, state.optimizer, true}, std::move(metadata));
+  checkpoint::TrainingState parts{state.model, state.optimizer, true};
+  if (state.zero) {
+    const std::string name = shard_dir_name(step);
+    const std::string dir = manager.options().dir + "/" + name;
+    if (manager.options().rank == 0) {
+      std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
+      std::filesystem::remove_all(dir, ec);
+    }
+    state.zero->comm()->barrier().wait();
+    zero::save_sharded(*state.zero, dir, {{"train.step", std::to_string(step)}});
+    metadata[kShardKey] = name;
+    parts = {nullptr, nullptr, true};
+  }
+  auto c = checkpoint::capture_training_state(parts, std::move(metadata));
   add_prefixed(c.tensors, "schedule.", state.schedule->state_dict());
   add_prefixed(c.tensors, "scaler.", state.scaler->state_dict());
   manager.save(step, c);
+  if (state.zero && manager.options().rank == 0) prune_shard_dirs(manager);
 }
 
 std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
-                                                 const TrainerState& state) {
+                                                 const TrainerState& state,
+                                                 const std::shared_ptr<comm::Communicator>& comm) {
   auto loaded = manager.load_latest();
+  const int64_t step = loaded ? metadata_int(loaded->checkpoint, "train.step") : 0;
+  // Every rank must resume from the same step (a node without the checkpoint
+  // directory would start over and the ranks' collectives would not pair up).
+  auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
+  comm->allreduce(steps, comm::ReduceOp::Max).wait();
+  if (steps[0].item<double>() != -steps[1].item<double>()) {
+    throw std::runtime_error("ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
+                             " to " + std::to_string(steps[0].item<int64_t>()) + "); rank " +
+                             std::to_string(comm->rank()) + " is at " + std::to_string(step) +
+                             ": give every node the same checkpoint.dir (a shared file system)");
+  }
   if (!loaded) return std::nullopt;
   const auto& c = loaded->checkpoint;
   ResumePoint point;
-  point.step = metadata_int(c, "train.step");
+  point.step = step;
   point.loader = {metadata_int(c, "train.loader_epoch"), metadata_int(c, "train.loader_batch")};
   point.path = c.source;
-  checkpoint::restore_training_state({state.model, state.optimizer, true}, c);
+  const auto shards = c.metadata.find(kShardKey);
+  const bool sharded = shards != c.metadata.end();
+  if (sharded && !state.zero) {
+    throw std::runtime_error(c.source + " is a ZeRO checkpoint (model and optimizer sharded in " +
+                             manager.options().dir + "/" + shards->second +
+                             "); resume it with zero.stage 1, 2 or 3 (any number of ranks), or point "
+                             "checkpoint.dir elsewhere to start over");
+  }
+  if (!sharded && state.zero) {
+    throw std::runtime_error(c.source + " holds the whole model and optimizer (written with zero.stage 0); "
+                             "resume it with zero.stage: 0, or point checkpoint.dir elsewhere to start over");
+  }
+  if (sharded) {
+    if (!std::regex_match(shards->second, std::regex(R"(zero-\d{12})"))) {
+      throw std::runtime_error(c.source + ": metadata '" + kShardKey + "' is '" + shards->second +
+                               "', not a shard directory name; the checkpoint is damaged, remove it to resume "
+                               "from the one before");
+    }
+    try {
+      zero::load_sharded(*state.zero, manager.options().dir + "/" + shards->second);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("cannot resume from " + c.source + ": " + message_of(e));
+    }
+  }
+  checkpoint::restore_training_state({sharded ? nullptr : state.model, sharded ? nullptr : state.optimizer, true},
+                                     c);
   state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
   state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
   return point;

@@ -1,6 +1,10 @@
 // What the Trainer saves in a checkpoint and restores from one: the model,
 // the optimizer, the CPU RNG, the LR schedule, the loss scaler, the step and
 // the loader's position, so a resumed run continues exactly where it stopped.
+// Under ZeRO the model and optimizer are sharded: every rank first writes its
+// shard to <dir>/zero-<12-digit step>/, then rank 0 writes the step file
+// (which names that directory); the step file is the commit, so a kill in
+// between leaves the previous checkpoint the newest.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -14,6 +18,7 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/zero/zero_optimizer.h"
 
 namespace paisoar::comm {
 class Communicator;
@@ -26,6 +31,7 @@ struct TrainerState {
   torch::optim::Optimizer* optimizer = nullptr;
   optim::LrSchedule* schedule = nullptr;
   amp::GradScaler* scaler = nullptr;
+  zero::ZeroOptimizer* zero = nullptr;  // set under ZeRO: model and optimizer state are sharded
 };
 
 struct ResumePoint {
@@ -49,14 +55,19 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
                      const std::string& on_error, const TrainerState& state, int64_t step,
                      const data::LoaderPosition& loader, const std::string& config_text);
 
-// Collective in the sense that every rank calls it at the same step; only
-// rank 0 writes (CheckpointManager).
+// Every rank calls it at the same step. Only rank 0 writes the step file;
+// under ZeRO every rank writes its shard first (collective), and rank 0
+// removes the shard directories no kept step file names.
 void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state,
                         int64_t step, const data::LoaderPosition& loader, const std::string& config_text);
 
-// The newest intact checkpoint restored into `state`, or nullopt if there is
-// none. Throws (naming the file and the tensors) when it does not fit the model.
+// Collective. The newest intact checkpoint restored into `state`, or nullopt
+// if there is none. Every rank must find the same step (else every rank
+// throws, naming the steps found). Throws (naming the file and the tensors)
+// when it does not fit the model, when a ZeRO run meets a whole-model
+// checkpoint or the other way round, or when shard files are missing.
 std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
-                                                 const TrainerState& state);
+                                                 const TrainerState& state,
+                                                 const std::shared_ptr<comm::Communicator>& comm);
 
 }  // namespace paisoar::train

@@ -1,13 +1,17 @@
-// make_task: model.name -> a reference model, data.format -> train and
-// evaluation data sets with the matching pipelines.
+// make_task: model.name -> a reference model (a zero::LayerList under ZeRO
+// stage 3), data.format -> train and evaluation data sets with the matching
+// pipelines.
 #include "paisoar/train/zoo.h"
 
 #include <torch/torch.h>
+
+#include <tuple>
 
 #include "paisoar/data/idx_dataset.h"
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/shard_dataset.h"
 #include "paisoar/models.h"
+#include "paisoar/zero/layer_list.h"
 #include "src/train/range_view.h"
 
 namespace paisoar::train {
@@ -67,6 +71,62 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
   return d;
 }
 
+namespace nn = torch::nn;
+
+// A Sequential with a plain forward(Tensor), so it can be one layer of
+// another Sequential (AnyModule refuses Sequential's templated forward).
+struct BlockImpl : nn::SequentialImpl {
+  using SequentialImpl::SequentialImpl;
+  torch::Tensor forward(torch::Tensor x) { return SequentialImpl::forward(x); }
+};
+TORCH_MODULE(Block);
+
+// ZeRO stage 3 shards layer by layer, so it needs the model as a LayerList:
+// fashion_cnn(_bn) and mlp rebuilt as one, with the same layers and forward
+// pass, each layer a parameter-bearing module with the activation and pooling
+// that follow it. Parameter names therefore differ from the plain models'
+// (conv1.0.weight for conv1.weight).
+std::shared_ptr<zero::LayerListImpl> layer_list_model(const std::string& name, int64_t classes) {
+  nn::Sequential layers;
+  if (name == "mlp") {
+    const models::MlpOptions o;
+    int64_t width = o.in_features;
+    for (size_t i = 0; i < o.hidden.size(); ++i) {
+      Block layer;
+      if (i == 0) layer->push_back(nn::Flatten());
+      layer->push_back(nn::Linear(width, o.hidden[i]));
+      layer->push_back(nn::ReLU());
+      layers->push_back("hidden" + std::to_string(i), layer);
+      width = o.hidden[i];
+    }
+    layers->push_back("head", nn::Linear(width, classes));
+    return std::make_shared<zero::LayerListImpl>(layers);
+  }
+  const bool bn = name == "fashion_cnn_bn";
+  for (const auto& [layer_name, in, out] : {std::tuple<const char*, int64_t, int64_t>{"conv1", 1, 32},
+                                            std::tuple<const char*, int64_t, int64_t>{"conv2", 32, 64}}) {
+    Block layer;
+    layer->push_back(nn::Conv2d(nn::Conv2dOptions(in, out, 3).padding(1).bias(!bn)));
+    if (bn) layer->push_back(nn::BatchNorm2d(out));
+    layer->push_back(nn::ReLU());
+    layer->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+    layers->push_back(layer_name, layer);
+  }
+  layers->push_back("fc1", Block(nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU()));
+  layers->push_back("fc2", nn::Linear(128, classes));
+  return std::make_shared<zero::LayerListImpl>(layers);
+}
+
+TrainTask layer_list_task(const std::string& name, int64_t classes, const Data& d) {
+  TrainTask t;
+  auto model = layer_list_model(name, classes);
+  t.model = model;
+  t.forward = [model](const torch::Tensor& x) { return model->forward(x); };
+  t.train_data = d.train;
+  t.eval_data = d.eval;
+  return t;
+}
+
 }  // namespace
 
 TrainTask make_task(const TrainConfig& config) {
@@ -79,6 +139,7 @@ TrainTask make_task(const TrainConfig& config) {
       throw ConfigError("model.name: fashion_cnn takes 1x28x28 images (data.format: idx); "
                         "use resnet18 for RGB image data");
     }
+    if (config.zero.stage == 3) return layer_list_task(name, classes, d);
     models::FashionCnnOptions o;
     o.batch_norm = name == "fashion_cnn_bn";
     o.num_classes = classes;
@@ -88,6 +149,7 @@ TrainTask make_task(const TrainConfig& config) {
     if (d.channels != 1) {
       throw ConfigError("model.name: mlp takes 1x28x28 images (data.format: idx)");
     }
+    if (config.zero.stage == 3) return layer_list_task(name, classes, d);
     models::MlpOptions o;
     o.num_classes = classes;
     return TrainTask::of(models::Mlp(o), d.train, d.eval);

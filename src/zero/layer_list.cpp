@@ -1,8 +1,10 @@
-// LayerList: the layers in order, each run through the stage-3 engine when one is attached.
+// LayerList: the layers in order, each a precision region and run through the
+// stage-3 engine when one is attached.
 #include "paisoar/zero/layer_list.h"
 
 #include <torch/torch.h>
 
+#include "paisoar/amp/precision_regions.h"
 #include "src/zero/zero_impl.h"
 
 namespace paisoar::zero {
@@ -14,6 +16,7 @@ LayerListImpl::LayerListImpl(torch::nn::Sequential layers) {
   for (const auto& layer : *layers) {
     register_module(children[k].key(), layer.ptr());
     layers_.push_back(layer);
+    names_.push_back(children[k].key());
     ++k;
   }
 }
@@ -25,6 +28,8 @@ std::vector<torch::Tensor> LayerListImpl::layer_parameters(size_t layer) const {
 torch::Tensor LayerListImpl::forward(torch::Tensor x) {
   for (size_t k = 0; k < layers_.size(); ++k) {
     auto& layer = layers_[k];
+    auto pin = amp::region(names_[k]);
+    x = pin.cast(x);
     if (engine_) {
       x = engine_->run_layer(k, x, [&layer](const torch::Tensor& in) { return layer.forward(in); });
     } else {

@@ -17,63 +17,15 @@
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
 #include "tests/support/expect_error.h"
-#include "tests/support/thread_ranks.h"
+#include "tests/train/train_support.h"
 
 using namespace paisoar;
 using paisoar::testing::expect_error_of;
+using paisoar::testing::expect_close;
+using paisoar::testing::have_fashion_mnist;
+using paisoar::testing::small_config;
+using paisoar::testing::train_with;
 
-namespace {
-
-bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
-
-train::TrainConfig small_config() {
-  train::TrainConfig c;
-  c.run_dir = ::testing::TempDir() + "paisoar_trainer_test_" + std::to_string(::getpid());
-  c.checkpoint.resume = false;
-  c.amp.dtype = "fp32";
-  c.data.train_limit = 640;
-  c.data.eval_limit = 200;
-  c.data.workers = 2;
-  c.train.batch_size = 64;
-  c.train.log_every = 1000;
-  c.schedule.warmup_steps = 2;
-  return c;
-}
-
-// Trains with `world` thread-ranks; returns rank 0's parameters and result.
-std::pair<std::vector<torch::Tensor>, train::TrainResult> train_with(
-    const train::TrainConfig& c, int world, std::function<void(int64_t)> on_step = nullptr) {
-  static std::mutex seed_mutex;  // make_task seeds torch's global generator
-  std::vector<std::vector<torch::Tensor>> params(world);
-  std::vector<train::TrainResult> results(world);
-  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    train::TrainTask task;
-    {
-      std::lock_guard<std::mutex> lock(seed_mutex);
-      task = train::make_task(c);
-    }
-    task.on_step = on_step;
-    results[rank] = train::Trainer(c, comm).fit(task);
-    for (const auto& p : task.model->parameters()) params[rank].push_back(p.detach().clone());
-  });
-  for (int r = 1; r < world; ++r) {
-    for (size_t i = 0; i < params[0].size(); ++i) {
-      EXPECT_TRUE(torch::equal(params[0][i], params[r][i])) << "rank " << r << " parameter " << i;
-    }
-  }
-  return {params[0], results[0]};
-}
-
-void expect_close(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b, double tol) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_LT((a[i] - b[i]).abs().max().item<double>(), tol) << "parameter " << i;
-  }
-}
-
-}  // namespace
 
 TEST(Trainer, TwoRanksMatchOneRankAndAccumulationMatchesTheFullBatch) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";

@@ -23,14 +23,12 @@
 #include "paisoar/train/zoo.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_ranks.h"
+#include "tests/train/train_support.h"
 
 using namespace paisoar;
+using paisoar::testing::have_fashion_mnist;
 
 namespace {
-
-bool have_fashion_mnist() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-}
 
 train::TrainConfig tiny_config(const std::string& run_dir) {
   train::TrainConfig c;

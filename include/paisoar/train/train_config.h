@@ -1,7 +1,7 @@
 // TrainConfig: everything `paisoar train --config` and the Trainer read, as
 // one struct with documented defaults. The YAML layout mirrors the struct
-// (model:, data:, train:, optimizer:, schedule:, amp:, distributed:,
-// checkpoint:, profiler:, eval:); configs/fashion_mnist.yaml is the example.
+// (model:, data:, train:, optimizer:, schedule:, amp:, distributed:, zero:,
+// activation_checkpointing:, checkpoint:, profiler:, eval:); configs/fashion_mnist.yaml is the example.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +69,14 @@ struct DistributedConfig {
   bool overlap = true;
 };
 
+struct ZeroConfig {
+  // 0: plain DDP; 1: optimizer state sharded over the ranks; 2: + gradients;
+  // 3: + parameters (the model must be a zero::LayerList; the zoo builds mlp
+  // and fashion_cnn as one). See docs/ZERO.md.
+  int64_t stage = 0;
+  bool prefetch = true;  // stage 3: gather the next layer while this one computes
+};
+
 struct CheckpointConfig {
   std::string dir;          // "": <run_dir>/checkpoints
   int64_t every_steps = 0;  // 0: only at the end
@@ -82,6 +90,10 @@ struct ProfilerConfig {
   int64_t trace_start_step = -1;  // first step of the Chrome-trace window (-1: none)
   int64_t trace_steps = 5;
   bool op_profile = false;        // LibTorch's per-op trace for the same window
+  // Per-rank memory table at the end (parameters, gradients, optimizer state,
+  // peak activations, allocator, resident); on the CPU the peak needs the
+  // counting allocator, which this installs for the process.
+  bool memory = true;
 };
 
 struct EvalConfig {
@@ -101,6 +113,10 @@ struct TrainConfig {
   ScheduleConfig schedule;
   AmpConfig amp;
   DistributedConfig distributed;
+  ZeroConfig zero;
+  // Model regions (amp::in_region names, glob patterns such as "layer*")
+  // whose activations are recomputed in backward instead of kept.
+  std::vector<std::string> activation_checkpointing;
   CheckpointConfig checkpoint;
   ProfilerConfig profiler;
   EvalConfig eval;

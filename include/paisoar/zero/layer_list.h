@@ -5,6 +5,8 @@
 // layer's gather prefetched meanwhile), frees them after it, and gathers them
 // again just before the layer's backward (an identity autograd function on the
 // layer's output). Without an attached optimizer it is a plain Sequential.
+// Each layer is an amp precision region under its name, so the precision
+// policy (amp.fp32_modules) can pin layers.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -12,6 +14,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <string>
 #include <vector>
 
 #include "paisoar/zero/zero_optimizer.h"
@@ -37,6 +40,7 @@ class LayerListImpl : public torch::nn::Module {
 
  private:
   std::vector<torch::nn::AnyModule> layers_;
+  std::vector<std::string> names_;
   ZeroOptimizer::Impl* engine_ = nullptr;
 };
 TORCH_MODULE(LayerList);

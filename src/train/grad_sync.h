@@ -1,0 +1,68 @@
+// GradSync: how the Trainer synchronises gradients, behind one face: DDP's
+// GradientReducer (zero.stage 0) or a ZeroOptimizer (stages 1-3), with the
+// optimizer the config names running on the whole model or on this rank's
+// shard. The loop calls the same methods either way.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <vector>
+
+#include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/memory/memory_report.h"
+#include "paisoar/train/train_config.h"
+#include "paisoar/zero/zero_optimizer.h"
+
+namespace paisoar::comm {
+class Communicator;
+}
+
+namespace paisoar::train {
+
+class GradSync {
+ public:
+  // Builds the optimizer. With ZeRO this is collective: the ZeroOptimizer
+  // broadcasts rank 0's weights and shards them (restore a checkpoint after).
+  // Throws ConfigError for ZeRO stage 3 on a model that is not a zero::LayerList.
+  GradSync(const TrainConfig& config, std::shared_ptr<torch::nn::Module> model,
+           std::shared_ptr<comm::Communicator> comm, double lr);
+  ~GradSync();
+
+  // Collective. DDP: builds the reducer, which broadcasts rank 0's (restored)
+  // weights. Call once, after a checkpoint was restored. ZeRO: nothing.
+  void start();
+
+  torch::optim::Optimizer& optimizer();
+  zero::ZeroOptimizer* zero() { return zero_; }  // null at stage 0
+
+  void zero_grad();
+  void set_sync(bool on);  // false: this backward only accumulates (not the step's last micro-batch)
+  void pre_forward();
+  void post_forward(const std::vector<torch::Tensor>& outputs);
+  // Clips the (unscaled) gradients to a global norm over all ranks; returns the norm.
+  double clip_grad_norm(double max_norm);
+  // DDP's stats of the last backward; ZeRO: zeros (its reduce-scatters are not timed).
+  const ddp::ReducerStats& last_stats() const;
+
+  // Parameters, gradients and optimizer state this rank holds (ZeRO: its
+  // shard), the device allocator and the process's resident memory.
+  memory::MemoryReport measure_memory(int rank, c10::Device device) const;
+
+  // Collective, at the end of training. ZeRO stage 3: gathers the parameters
+  // back into the model (between steps it holds none), so the model can be
+  // evaluated or saved after fit(); the optimizer is gone afterwards.
+  void finish();
+
+ private:
+  TrainConfig config_;
+  std::shared_ptr<torch::nn::Module> model_;
+  std::shared_ptr<comm::Communicator> comm_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  zero::ZeroOptimizer* zero_ = nullptr;  // optimizer_, when ZeRO
+  std::unique_ptr<ddp::GradientReducer> reducer_;
+  ddp::ReducerStats no_stats_;
+};
+
+}  // namespace paisoar::train
