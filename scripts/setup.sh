@@ -9,7 +9,7 @@ PACKAGES=(
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image decode/encode
   googletest libgtest-dev libbenchmark-dev
-  python3 python3-torch               # the peer for side-by-side runs and the launcher's Python tests
+  python3 python3-torch python3-torchvision  # peers for side-by-side runs, model checks and the launcher's Python tests
   dataset-fashion-mnist
   iproute2 procps
 )
