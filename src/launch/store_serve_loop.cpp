@@ -3,6 +3,8 @@
 #include "launch/store_serve_loop.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -107,6 +109,8 @@ void StoreServeLoop::accept_new() {
       refuse(c, "too many open connections");
       continue;  // fd closes here
     }
+    const int one = 1;  // replies are small and answer a waiting client: no Nagle delay
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c.fd = std::move(fd);
     conns_.emplace(next_id_++, std::move(c));
   }
