@@ -67,7 +67,9 @@ void StoreServeLoop::loop() {
   std::vector<pollfd> fds;
   std::vector<ConnId> ids;
   for (;;) {
-    fds.assign({{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+    // Out of descriptors: accept again once a connection has closed, instead
+    // of waking up for the waiting connection over and over.
+    fds.assign({{stop_fd_, POLLIN, 0}, {listen_fd_, accept_paused_ ? short{0} : short{POLLIN}, 0}});
     ids.clear();
     for (auto& [id, c] : conns_) {
       short events = c.close_when_sent ? 0 : POLLIN;
@@ -102,7 +104,10 @@ void StoreServeLoop::accept_new() {
     socklen_t len = sizeof(addr);
     UniqueFd fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
                           SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) return;  // EAGAIN (nothing more), or an aborted connection
+    if (!fd) {  // EAGAIN (nothing more), an aborted connection, or out of descriptors
+      accept_paused_ = errno == EMFILE || errno == ENFILE;
+      return;
+    }
     Connection c;
     c.peer = peer_name(addr, len);
     if (conns_.size() >= kMaxConnections) {
@@ -212,6 +217,7 @@ bool StoreServeLoop::flush(Connection& c) {
 void StoreServeLoop::close(ConnId id) {
   state_.drop(id);
   conns_.erase(id);
+  accept_paused_ = false;
 }
 
 void StoreServeLoop::log(const std::string& text) { write_launcher_message(log_fd_, text); }

@@ -55,6 +55,7 @@ class StoreServeLoop {
   store::StoreState state_;
   store::ConnId next_id_ = 1;
   int refusals_logged_ = 0;
+  bool accept_paused_ = false;  // accept4 ran out of descriptors
 };
 
 }  // namespace paisoar::launch
