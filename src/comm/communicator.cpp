@@ -111,8 +111,16 @@ std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& options)
   RankInfo info = rank_info_from_env();
   // A single rank needs no rendezvous (and must not take the master port).
   if (info.world_size == 1) return create(Store::hash(), 0, 1, options);
-  Store store = Store::tcp(info.master_addr, info.master_port, info.rank == 0,
-                           info.world_size, options.timeout);
+  // Under `paisoar launch` every rank is a client of the launcher's store,
+  // with keys of its own per attempt, so a restarted group never reads what
+  // the previous attempt wrote; elsewhere (torchrun, srun, mpirun) rank 0
+  // hosts a store at the master.
+  Store store = info.store_port > 0
+                    ? Store::launcher(info.store_addr, info.store_port, info.job_token,
+                                      options.timeout)
+                          .with_prefix("paisoar/attempt_" + std::to_string(info.restart_count))
+                    : Store::tcp(info.master_addr, info.master_port, info.rank == 0,
+                                 info.world_size, options.timeout);
   return create(store, info.rank, info.world_size, options);
 }
 

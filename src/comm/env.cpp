@@ -80,6 +80,29 @@ void validate(const RankInfo& info, const char* rank_var, const char* size_var) 
   }
 }
 
+// The launcher's store, when `paisoar launch` started this process.
+void apply_launcher_store(const EnvMap& env, RankInfo& info) {
+  if (!find(env, "PAISOAR_STORE_PORT")) return;
+  info.store_port = parse_int(env, "PAISOAR_STORE_PORT");
+  if (info.store_port < 1 || info.store_port > 65535) {
+    throw std::invalid_argument("PAISOAR_STORE_PORT=" + std::to_string(info.store_port) +
+                                " is not a TCP port (1-65535)");
+  }
+  const std::string* addr = find(env, "PAISOAR_STORE_ADDR");
+  info.store_addr = addr ? *addr : info.master_addr;
+  const std::string* token = find(env, "PAISOAR_JOB_TOKEN");
+  if (!token) {
+    throw std::invalid_argument(
+        "PAISOAR_STORE_PORT is set but PAISOAR_JOB_TOKEN is not: the launcher's rendezvous store "
+        "admits only processes with the job's token. Start the program with `paisoar launch`, "
+        "or export the job's PAISOAR_JOB_TOKEN");
+  }
+  info.job_token = *token;
+  info.restart_count = find(env, "PAISOAR_RESTART_COUNT")
+                           ? parse_int(env, "PAISOAR_RESTART_COUNT")
+                           : parse_int_or(env, "TORCHELASTIC_RESTART_COUNT", 0);
+}
+
 }  // namespace
 
 RankInfo rank_info_from_env(const EnvMap& env) {
@@ -133,6 +156,7 @@ RankInfo rank_info_from_env(const EnvMap& env) {
     info.source = "default";
     apply_master_overrides(env, info);
   }
+  apply_launcher_store(env, info);
   return info;
 }
 

@@ -1,4 +1,5 @@
-// Store: c10d TCPStore/HashStore/PrefixStore behind a small value type.
+// Store: c10d TCPStore/HashStore/PrefixStore behind a small value type, and
+// the client side of the launcher store's job-token check.
 #include "paisoar/comm/store.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -19,22 +20,31 @@ Store Store::hash() {
   return Store(impl);
 }
 
-Store Store::tcp(const std::string& host, int port, bool is_server, int world_size,
-                 std::chrono::milliseconds timeout) {
-  if (port < 0 || port > 65535 || (port == 0 && !is_server)) {
-    throw std::invalid_argument("store port " + std::to_string(port) +
-                                " is not valid: use 1-65535 (0 only on the server)");
-  }
+namespace {
+
+c10::intrusive_ptr<::c10d::TCPStore> make_tcp(const std::string& host, int port, bool is_server,
+                                              int world_size, std::chrono::milliseconds timeout) {
   ::c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(port);
   opts.isServer = is_server;
   opts.numWorkers = static_cast<std::size_t>(world_size);
   opts.waitWorkers = false;
   opts.timeout = timeout;
+  return c10::make_intrusive<::c10d::TCPStore>(host, opts);
+}
+
+}  // namespace
+
+Store Store::tcp(const std::string& host, int port, bool is_server, int world_size,
+                 std::chrono::milliseconds timeout) {
+  if (port < 0 || port > 65535 || (port == 0 && !is_server)) {
+    throw std::invalid_argument("store port " + std::to_string(port) +
+                                " is not valid: use 1-65535 (0 only on the server)");
+  }
   auto impl = std::make_shared<detail::StoreImpl>();
   c10::intrusive_ptr<::c10d::TCPStore> tcp;
   try {
-    tcp = c10::make_intrusive<::c10d::TCPStore>(host, opts);
+    tcp = make_tcp(host, port, is_server, world_size, timeout);
   } catch (const std::exception& e) {
     throw std::runtime_error(
         std::string(is_server ? "could not start the rendezvous store on "
@@ -45,6 +55,46 @@ Store Store::tcp(const std::string& host, int port, bool is_server, int world_si
                    : "\n  check MASTER_ADDR/MASTER_PORT and that rank 0 is running"));
   }
   impl->port = tcp->getPort();
+  impl->host = host;
+  impl->store = tcp;
+  return Store(impl);
+}
+
+Store Store::launcher(const std::string& host, int port, const std::string& token,
+                      std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  if (port < 1 || port > 65535) {
+    throw std::invalid_argument("launcher store port " + std::to_string(port) +
+                                " is not valid: use 1-65535");
+  }
+  c10::intrusive_ptr<::c10d::TCPStore> tcp;
+  try {
+    tcp = make_tcp(host, port, false, 1, timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("could not reach the launcher's rendezvous store at " + where +
+                             ": " + e.what() +
+                             "\n  PAISOAR_STORE_ADDR/PAISOAR_STORE_PORT name the store of the "
+                             "`paisoar launch` that started this process; is it still running?");
+  }
+  // The first request on the connection: the store's token check (c10d puts
+  // "/" before the key). A right token is answered with itself, a wrong one
+  // with an empty value, and the store closes the connection.
+  const std::vector<uint8_t> bytes(token.begin(), token.end());
+  std::vector<uint8_t> answer;
+  try {
+    answer = tcp->compareSet("paisoar/auth", bytes, bytes);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("the rendezvous store at " + where +
+                             " closed the connection during the job-token check (" + e.what() +
+                             "); is PAISOAR_STORE_PORT the port of a `paisoar launch` store?");
+  }
+  if (answer != bytes) {
+    throw std::runtime_error("the rendezvous store refused this process: PAISOAR_JOB_TOKEN does "
+                             "not match the job's (store at " + where + ").\n  Start ranks with "
+                             "`paisoar launch`, or export the job's PAISOAR_JOB_TOKEN.");
+  }
+  auto impl = std::make_shared<detail::StoreImpl>();
+  impl->port = port;
   impl->host = host;
   impl->store = tcp;
   return Store(impl);

@@ -1,6 +1,7 @@
-// launch_main(): parses the flags, then runs attempts of the rank group
-// through the Supervisor, restarting the whole group after a failure while
-// --max_restarts allows, and turns the outcome into the exit code.
+// launch_main(): parses the flags, starts the rendezvous store (node 0), then
+// runs attempts of the rank group through the Supervisor, restarting the
+// whole group after a failure while --max_restarts allows, and turns the
+// outcome into the exit code.
 #include "launch/launch.h"
 
 #include <fcntl.h>
@@ -14,14 +15,17 @@
 #include <filesystem>
 #include <stdexcept>
 #include <iostream>
+#include <memory>
 
 #include "launch/free_port.h"
+#include "launch/job_token.h"
 #include "launch/launch_options.h"
 #include "launch/output_relay.h"
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
 #include "launch/rank_log_files.h"
 #include "launch/signal_channel.h"
+#include "launch/store_server.h"
 #include "launch/supervisor.h"
 
 namespace paisoar {
@@ -107,8 +111,32 @@ int spawn_failure_exit(const LaunchOptions& options, const SpawnError& error,
   return error.error_code() == ENOENT ? 127 : 126;
 }
 
-int run_launcher(LaunchOptions options) {
-  if (options.master_port == 0) options.master_port = pick_free_port(options.master_addr);
+// On node 0: the job's rendezvous store on --master_addr:--master_port. With
+// --master_port 0 the kernel picks the store's port P, and P is kept only when
+// P + 1 (the ranks' MASTER_PORT, for stores they host themselves) is free
+// too; options.master_port becomes P.
+std::unique_ptr<StoreServer> start_rendezvous_store(LaunchOptions& options,
+                                                    const std::string& token) {
+  StoreServerOptions store;
+  store.host = options.master_addr;
+  store.port = options.master_port;
+  store.token = token;
+  store.log_fd = STDERR_FILENO;
+  if (options.master_port != 0) return std::make_unique<StoreServer>(store);
+  constexpr int kTries = 50;
+  for (int i = 0; i < kTries; ++i) {
+    auto server = std::make_unique<StoreServer>(store);
+    if (server->port() < 65535 && port_is_free(options.master_addr, server->port() + 1)) {
+      options.master_port = server->port();
+      return server;
+    }
+  }
+  throw std::runtime_error("paisoar launch: found no free port P on --master_addr '" +
+                           options.master_addr + "' with P + 1 free too, in " +
+                           std::to_string(kTries) + " tries; give --master_port.");
+}
+
+int run_launcher(LaunchOptions options, const std::string& token) {
   const std::vector<std::string> argv =
       rank_command(options.program, env_or_empty("PAISOAR_PYTHON"));
 
@@ -125,8 +153,13 @@ int run_launcher(LaunchOptions options) {
   supervision.heartbeat_timeout_s = options.heartbeat_timeout_s;
   const HeartbeatDir heartbeats(options.heartbeat_timeout_s > 0);
   Supervisor supervisor(supervision, signals, logs);
+  // After `signals`: the store's thread blocks every signal itself, and the
+  // store lives across restarts (ranks of attempt k use keys of their own).
+  const std::unique_ptr<StoreServer> store =
+      options.node_rank == 0 ? start_rendezvous_store(options, token) : nullptr;
 
   RankEnvContext ctx;
+  ctx.job_token = token;
   ctx.run_id = make_run_id();
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
@@ -173,7 +206,11 @@ int launch_main(int argc, char** argv) {
   }
   ensure_standard_fds_open();
   try {
-    return run_launcher(std::move(*options));
+    const std::string token = resolve_job_token(*options, env_or_empty(kJobTokenVar));
+    return run_launcher(std::move(*options), token);
+  } catch (const LaunchUsageError& e) {
+    std::cerr << e.what() << std::endl;
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << e.what() << std::endl;
     return 1;

@@ -35,8 +35,11 @@ struct LaunchCli {
     app.prefix_command();  // stop at the program: its arguments are not ours
     app.formatter(std::make_shared<LaunchFormatter>());
     app.footer("Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,\n"
-               "MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS and torchrun's TORCHELASTIC_*\n"
-               "variables. See docs/LAUNCH.md.");
+               "MASTER_ADDR, MASTER_PORT (= --master_port + 1), OMP_NUM_THREADS, torchrun's\n"
+               "TORCHELASTIC_* variables, and PAISOAR_STORE_ADDR/PORT and PAISOAR_JOB_TOKEN\n"
+               "for the launcher's rendezvous store. The job token comes from\n"
+               "PAISOAR_JOB_TOKEN (required with --nnodes > 1) or is made up. See\n"
+               "docs/LAUNCH.md.");
     app.add_option("--nproc_per_node,--nproc-per-node", o.nproc_per_node,
                    "Ranks to start on this node")
         ->capture_default_str();
@@ -45,10 +48,11 @@ struct LaunchCli {
     app.add_option("--node_rank,--node-rank", o.node_rank, "Index of this node, 0..nnodes-1")
         ->capture_default_str();
     app.add_option("--master_addr,--master-addr", o.master_addr,
-                   "Address of the node that runs rank 0")
+                   "Address of node 0, where the launcher hosts the rendezvous store")
         ->capture_default_str();
     app.add_option("--master_port,--master-port", o.master_port,
-                   "Port of the rendezvous store; 0 picks a free one (single node only)")
+                   "Port of the launcher's rendezvous store on node 0; 0 picks a free one "
+                   "(single node only)")
         ->capture_default_str();
     app.add_flag("--standalone", standalone,
                  "Single node on 127.0.0.1 with a free port (--nnodes 1 --master_port 0)");
@@ -89,6 +93,9 @@ void validate(LaunchOptions& o, const LaunchCli& cli) {
   if (o.master_port < 0 || o.master_port > 65535)
     throw LaunchUsageError(fail("--master_port must be in 0..65535, got " +
                                 std::to_string(o.master_port) + "."));
+  if (o.master_port == 65535)
+    throw LaunchUsageError(fail("--master_port must be at most 65534: the ranks get "
+                                "MASTER_PORT = --master_port + 1 for stores they host themselves."));
   if (o.master_port == 0 && o.nnodes > 1)
     throw LaunchUsageError(
         fail("--master_port 0 (pick a free port) only works with --nnodes 1: the other "

@@ -54,7 +54,10 @@ std::vector<std::string> build_rank_env(const LaunchOptions& options, const Rank
   set_var(env, "ROLE_RANK", rank);
   set_var(env, "ROLE_WORLD_SIZE", world);
   set_var(env, "MASTER_ADDR", options.master_addr);
-  set_var(env, "MASTER_PORT", std::to_string(options.master_port));
+  set_var(env, "MASTER_PORT", std::to_string(options.master_port + 1));
+  set_var(env, "PAISOAR_STORE_ADDR", options.master_addr);
+  set_var(env, "PAISOAR_STORE_PORT", std::to_string(options.master_port));
+  if (!ctx.job_token.empty()) set_var(env, "PAISOAR_JOB_TOKEN", ctx.job_token);
   set_var(env, "TORCHELASTIC_RESTART_COUNT", restarts);
   set_var(env, "TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
   set_var(env, "TORCHELASTIC_RUN_ID", ctx.run_id);

@@ -19,6 +19,8 @@ struct RankEnvContext {
   std::string run_id;
   // Cores this launcher may use; the OMP_NUM_THREADS default is cpus / nproc_per_node.
   int cpu_count = 1;
+  // PAISOAR_JOB_TOKEN for the ranks (see job_token.h); "" leaves base's.
+  std::string job_token;
 };
 
 // RANK of local rank `local_rank` on this node: node_rank * nproc_per_node + local_rank.
@@ -27,8 +29,11 @@ int global_rank(const LaunchOptions& options, int local_rank);
 // Returns `base` ("NAME=value" entries, e.g. current_environment()) with the
 // rank variables set, replacing any of the same name. OMP_NUM_THREADS comes
 // from options.omp_num_threads, else from `base` when set there, else
-// max(1, cpu_count / nproc_per_node). options.master_port must be the real
-// port, not 0.
+// max(1, cpu_count / nproc_per_node). The launcher's store is at
+// PAISOAR_STORE_ADDR:PAISOAR_STORE_PORT = master_addr:master_port; MASTER_PORT
+// is master_port + 1, for a store a rank hosts itself (torch.distributed's
+// env://, a user's own TCPStore). options.master_port must be the real port,
+// not 0.
 std::vector<std::string> build_rank_env(const LaunchOptions& options, const RankEnvContext& ctx,
                                         const std::vector<std::string>& base);
 

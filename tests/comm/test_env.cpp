@@ -1,4 +1,5 @@
-// rank_info_from_env: torchrun, Slurm and Open MPI variables, and bad values.
+// rank_info_from_env: torchrun, Slurm and Open MPI variables, the launcher's
+// store and job token, and bad values.
 #include <gtest/gtest.h>
 
 #include "paisoar/comm/env.h"
@@ -24,6 +25,35 @@ TEST(RankInfoFromEnv, TorchrunVariables) {
   EXPECT_EQ(info.local_world_size, 2);
   EXPECT_EQ(info.master_addr, "10.0.0.1");
   EXPECT_EQ(info.master_port, 1234);
+}
+
+TEST(RankInfoFromEnv, TheLaunchersStoreAndJobToken) {
+  EnvMap env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1235"}};
+  auto plain = rank_info_from_env(env);
+  EXPECT_EQ(plain.store_port, 0) << "not under paisoar launch: rank 0 hosts a store";
+  env["PAISOAR_STORE_PORT"] = "1234";
+  env["PAISOAR_JOB_TOKEN"] = "tok";
+  env["TORCHELASTIC_RESTART_COUNT"] = "2";
+  auto launched = rank_info_from_env(env);
+  EXPECT_EQ(launched.store_addr, "10.0.0.1");  // PAISOAR_STORE_ADDR unset: the master
+  EXPECT_EQ(launched.store_port, 1234);
+  EXPECT_EQ(launched.job_token, "tok");
+  EXPECT_EQ(launched.restart_count, 2);
+  env["PAISOAR_STORE_ADDR"] = "10.0.0.9";
+  env["PAISOAR_RESTART_COUNT"] = "3";
+  launched = rank_info_from_env(env);
+  EXPECT_EQ(launched.store_addr, "10.0.0.9");
+  EXPECT_EQ(launched.restart_count, 3);
+  env.erase("PAISOAR_JOB_TOKEN");
+  try {
+    rank_info_from_env(env);
+    FAIL() << "a store without a token was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("PAISOAR_JOB_TOKEN"), std::string::npos) << e.what();
+  }
+  env["PAISOAR_JOB_TOKEN"] = "tok";
+  env["PAISOAR_STORE_PORT"] = "70000";
+  EXPECT_THROW(rank_info_from_env(env), std::invalid_argument);
 }
 
 TEST(RankInfoFromEnv, SlurmVariablesAndNodelist) {

@@ -1,5 +1,5 @@
 // The main job end to end: `paisoar launch` starting `paisoar demo`, whose ranks
-// join through Communicator::from_env (TCPStore at MASTER_ADDR:MASTER_PORT) and
+// join through Communicator::from_env (the launcher's store, with the job token) and
 // check every collective's result; on one node, self-relaunched, and as two
 // launchers acting as two nodes of one 4-rank group.
 #include <gtest/gtest.h>
@@ -83,15 +83,16 @@ TEST(MainJob, DemoStartsItsOwnRanksWithoutALauncher) {
 }
 
 TEST(MainJob, TwoLaunchersFormOneFourRankGroup) {
-  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
+  const std::vector<std::string> env = {"PAISOAR_JOB_TOKEN=two-nodes-one-group"};
   auto node = [&](int node_rank) {
     return concat({"launch", "--nnodes", "2", "--node_rank", std::to_string(node_rank),
                    "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", port,
                    "--omp_num_threads", "1", "--"},
                   kDemo);
   };
-  LauncherRun node0(node(0));
-  LauncherRun node1(node(1));
+  LauncherRun node0(node(0), env);
+  LauncherRun node1(node(1), env);
   RunResult r0 = node0.finish();
   RunResult r1 = node1.finish();
   ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;

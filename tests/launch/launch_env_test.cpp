@@ -1,11 +1,13 @@
 // Process tests: the environment each rank sees (torchrun's variables),
-// for one node and for node 1 of two, OMP_NUM_THREADS rules, port 0.
+// for one node and for node 1 of two, OMP_NUM_THREADS rules, port 0, the
+// rendezvous store's address and the job token.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 
+#include "launch/free_port.h"
 #include "launch/rank_env.h"
 #include "launch/unique_fd.h"
 #include "launcher_runner.h"
@@ -18,11 +20,14 @@ const std::vector<std::string> kPrintEnv = {
     "env", "GROUP_RANK", "env", "ROLE_RANK", "env", "ROLE_WORLD_SIZE", "env", "MASTER_ADDR",
     "env", "MASTER_PORT", "env", "OMP_NUM_THREADS", "env", "TORCHELASTIC_RESTART_COUNT",
     "env", "TORCHELASTIC_MAX_RESTARTS", "env", "TORCHELASTIC_RUN_ID", "env",
-    "PAISOAR_RESTART_COUNT", "env", "FROM_THE_TEST"};
+    "PAISOAR_RESTART_COUNT", "env", "FROM_THE_TEST", "env", "PAISOAR_STORE_ADDR", "env",
+    "PAISOAR_STORE_PORT", "env", "PAISOAR_JOB_TOKEN"};
 
 TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
-  RunResult r = run_paisoar(probe_launch({"--nproc_per_node", "2"}, kPrintEnv),
-                            {"OMP_NUM_THREADS", "FROM_THE_TEST=kept"});
+  const int port = pick_free_port_pair("127.0.0.1");
+  RunResult r = run_paisoar(
+      probe_launch({"--nproc_per_node", "2", "--master_port", std::to_string(port)}, kPrintEnv),
+      {"OMP_NUM_THREADS", "FROM_THE_TEST=kept", "PAISOAR_JOB_TOKEN"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto values = values_by_rank(r.out);
   ASSERT_EQ(values.size(), 2u) << r.out;
@@ -37,7 +42,11 @@ TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
     EXPECT_EQ(v["ROLE_RANK"], std::to_string(rank));
     EXPECT_EQ(v["ROLE_WORLD_SIZE"], "2");
     EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
-    EXPECT_EQ(v["MASTER_PORT"], "29500");
+    // The launcher's store at --master_port; MASTER_PORT for a store the rank hosts itself.
+    EXPECT_EQ(v["MASTER_PORT"], std::to_string(port + 1));
+    EXPECT_EQ(v["PAISOAR_STORE_ADDR"], "127.0.0.1");
+    EXPECT_EQ(v["PAISOAR_STORE_PORT"], std::to_string(port));
+    EXPECT_EQ(v["PAISOAR_JOB_TOKEN"].size(), 32u) << "a token made by the launcher";
     EXPECT_EQ(v["OMP_NUM_THREADS"], omp);
     EXPECT_EQ(v["TORCHELASTIC_RESTART_COUNT"], "0");
     EXPECT_EQ(v["TORCHELASTIC_MAX_RESTARTS"], "0");
@@ -46,13 +55,24 @@ TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
     EXPECT_EQ(v["TORCHELASTIC_RUN_ID"].size(), 16u);
   }
   EXPECT_EQ(values[0]["TORCHELASTIC_RUN_ID"], values[1]["TORCHELASTIC_RUN_ID"]);
+  EXPECT_EQ(values[0]["PAISOAR_JOB_TOKEN"], values[1]["PAISOAR_JOB_TOKEN"]);
+}
+
+TEST(LaunchEnv, TheJobTokenComesFromTheEnvironmentWhenSet) {
+  RunResult r = run_paisoar(probe_launch({"--nproc_per_node", "2"}, {"env", "PAISOAR_JOB_TOKEN"}),
+                            {"PAISOAR_JOB_TOKEN=from-the-user"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  EXPECT_EQ(values[0]["PAISOAR_JOB_TOKEN"], "from-the-user");
+  EXPECT_EQ(values[1]["PAISOAR_JOB_TOKEN"], "from-the-user");
 }
 
 TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
   RunResult r = run_paisoar(
       probe_launch({"--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2",
                     "--master_addr", "10.1.2.3", "--master_port", "1234"},
-                   kPrintEnv));
+                   kPrintEnv),
+      {"PAISOAR_JOB_TOKEN=shared"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto values = values_by_rank(r.out);
   ASSERT_EQ(values.size(), 2u) << r.out;
@@ -64,7 +84,10 @@ TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
     EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "2");
     EXPECT_EQ(v["GROUP_RANK"], "1");
     EXPECT_EQ(v["MASTER_ADDR"], "10.1.2.3");
-    EXPECT_EQ(v["MASTER_PORT"], "1234");
+    EXPECT_EQ(v["MASTER_PORT"], "1235");
+    EXPECT_EQ(v["PAISOAR_STORE_ADDR"], "10.1.2.3");  // node 0's launcher; this one hosts none
+    EXPECT_EQ(v["PAISOAR_STORE_PORT"], "1234");
+    EXPECT_EQ(v["PAISOAR_JOB_TOKEN"], "shared");
   }
 }
 
@@ -88,6 +111,7 @@ TEST(LaunchEnv, MasterPortZeroPicksAUsablePort) {
   ASSERT_FALSE(port.empty()) << r.out;
   EXPECT_EQ(values[1]["MASTER_PORT"], port);
   int p = std::stoi(port);
+  EXPECT_EQ(values[0]["PAISOAR_STORE_PORT"], std::to_string(p - 1));
   EXPECT_GT(p, 0);
   EXPECT_LE(p, 65535);
   // Usable: a TCP server can listen on it (what rank 0's store will do).

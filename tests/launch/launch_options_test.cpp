@@ -102,6 +102,10 @@ TEST(LaunchOptions, ErrorsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(usage_error({"--nnodes", "2", "--master_port", "0", "p"}).find("--master_port"),
             std::string::npos);
+  // The ranks' MASTER_PORT is --master_port + 1.
+  EXPECT_NE(usage_error({"--master_port", "65535", "p"}).find("MASTER_PORT = --master_port + 1"),
+            std::string::npos);
+  EXPECT_EQ(parse({"--master_port", "65534", "p"})->master_port, 65534);
   EXPECT_NE(usage_error({"--max_restarts", "-1", "p"}).find("--max_restarts"),
             std::string::npos);
   EXPECT_NE(usage_error({"--grace_period", "-1", "p"}).find("--grace_period"),

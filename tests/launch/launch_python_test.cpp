@@ -1,7 +1,8 @@
 // Process tests with a real torch.distributed program: the environment the
 // launcher sets is enough for init_process_group("gloo") on one node and
-// across two launchers acting as two nodes. Skipped without a Python that
-// can import torch (found by CMake, see CMakeLists.txt).
+// across two launchers acting as two nodes (torch hosts its own store on
+// MASTER_PORT = --master_port + 1, next to the launcher's). Skipped without a
+// Python that can import torch (found by CMake, see CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -35,15 +36,18 @@ TEST(LaunchPython, AllreduceOnOneNode) {
 
 TEST(LaunchPython, TwoLaunchersFormOneGroup) {
   if (std::string(TORCH_PYTHON).empty()) GTEST_SKIP() << "no Python with torch found by CMake";
-  const std::string port = std::to_string(pick_free_port("127.0.0.1"));
+  // The launcher of node 0 hosts its store on P; rank 0 hosts torch's on P + 1.
+  const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
+  std::vector<std::string> env = python_env();
+  env.push_back("PAISOAR_JOB_TOKEN=python-two-nodes");
   auto node = [&](int node_rank) {
     return std::vector<std::string>{"launch", "--nnodes", "2", "--node_rank",
                                     std::to_string(node_rank), "--nproc_per_node", "2",
                                     "--master_addr", "127.0.0.1", "--master_port", port,
                                     "--omp_num_threads", "1", ALLREDUCE_CHECK, "4"};
   };
-  LauncherRun node0(node(0), python_env());
-  LauncherRun node1(node(1), python_env());
+  LauncherRun node0(node(0), env);
+  LauncherRun node1(node(1), env);
   RunResult r0 = node0.finish();
   RunResult r1 = node1.finish();
   ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;

@@ -142,6 +142,12 @@ RunResult run_paisoar(const std::vector<std::string>& args, const std::vector<st
 std::vector<std::string> probe_launch(const std::vector<std::string>& flags,
                                       const std::vector<std::string>& actions) {
   std::vector<std::string> args = {"launch"};
+  bool port_given = false;
+  for (const std::string& f : flags) {
+    port_given = port_given || f.rfind("--master_port", 0) == 0 ||
+                 f.rfind("--master-port", 0) == 0 || f == "--standalone";
+  }
+  if (!port_given) args.insert(args.end(), {"--master_port", "0"});
   args.insert(args.end(), flags.begin(), flags.end());
   args.push_back(LAUNCH_PROBE);
   args.insert(args.end(), actions.begin(), actions.end());

@@ -37,7 +37,9 @@ TEST(RankEnv, SetsTorchrunVariables) {
   ctx.restart_count = 2;
   ctx.run_id = "abc";
   ctx.cpu_count = 8;
-  auto env = as_map(build_rank_env(two_nodes_of_two(), ctx, {"HOME=/root", "RANK=99"}));
+  ctx.job_token = "t0ken";
+  auto env = as_map(build_rank_env(two_nodes_of_two(), ctx,
+                                   {"HOME=/root", "RANK=99", "PAISOAR_JOB_TOKEN=old"}));
   EXPECT_EQ(env["HOME"], "/root");
   EXPECT_EQ(env["RANK"], "3");  // node_rank * nproc_per_node + local_rank
   EXPECT_EQ(env["LOCAL_RANK"], "1");
@@ -47,12 +49,20 @@ TEST(RankEnv, SetsTorchrunVariables) {
   EXPECT_EQ(env["ROLE_RANK"], "3");
   EXPECT_EQ(env["ROLE_WORLD_SIZE"], "4");
   EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.7");
-  EXPECT_EQ(env["MASTER_PORT"], "4321");
+  EXPECT_EQ(env["MASTER_PORT"], "4322");  // for a store the rank hosts itself
+  EXPECT_EQ(env["PAISOAR_STORE_ADDR"], "10.0.0.7");  // the launcher's store
+  EXPECT_EQ(env["PAISOAR_STORE_PORT"], "4321");
+  EXPECT_EQ(env["PAISOAR_JOB_TOKEN"], "t0ken");
   EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
   EXPECT_EQ(env["PAISOAR_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
   EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "abc");
   EXPECT_EQ(env["OMP_NUM_THREADS"], "4");  // 8 cpus / 2 ranks
+}
+
+TEST(RankEnv, WithoutATokenTheLaunchersOwnIsKept) {
+  auto env = as_map(build_rank_env(two_nodes_of_two(), RankEnvContext{}, {"PAISOAR_JOB_TOKEN=mine"}));
+  EXPECT_EQ(env["PAISOAR_JOB_TOKEN"], "mine");
 }
 
 TEST(RankEnv, OmpNumThreadsPrecedence) {

@@ -15,6 +15,14 @@ struct RankInfo {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source;  // "torchrun", "slurm", "openmpi" or "default" (no variables set)
+  // The rendezvous store `paisoar launch` hosts (PAISOAR_STORE_ADDR,
+  // PAISOAR_STORE_PORT; 0: none, then rank 0 hosts a store at the master),
+  // the job token that store asks for (PAISOAR_JOB_TOKEN) and the launcher's
+  // attempt number (PAISOAR_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT).
+  std::string store_addr;
+  int store_port = 0;
+  std::string job_token;
+  int restart_count = 0;
 };
 
 using EnvMap = std::map<std::string, std::string>;
@@ -24,6 +32,8 @@ using EnvMap = std::map<std::string, std::string>;
 // SLURM_NTASKS_PER_NODE, first host of SLURM_JOB_NODELIST), then Open MPI's
 // (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE). MASTER_ADDR/MASTER_PORT override
 // the derived master for Slurm and Open MPI. With none set: a single rank.
+// PAISOAR_STORE_PORT (set by `paisoar launch`) names the launcher's store;
+// PAISOAR_JOB_TOKEN must be set with it.
 // Throws std::invalid_argument naming the variable when one is malformed or missing.
 RankInfo rank_info_from_env(const EnvMap& env);
 // The same over the process environment.

@@ -23,6 +23,13 @@ class Store {
   // free one, see port()); clients retry until `timeout`.
   static Store tcp(const std::string& host, int port, bool is_server, int world_size,
                    std::chrono::milliseconds timeout);
+  // A client of the rendezvous store `paisoar launch` hosts at host:port,
+  // which serves a connection only after it showed the job token: this sends
+  // it first. Throws std::runtime_error "the rendezvous store refused this
+  // process: PAISOAR_JOB_TOKEN does not match the job's ..." on a wrong token,
+  // and a message naming host:port when the store cannot be reached in `timeout`.
+  static Store launcher(const std::string& host, int port, const std::string& token,
+                        std::chrono::milliseconds timeout);
 
   void set(const std::string& key, const std::string& value) const;
   // Blocks until the key exists (up to the store's timeout).

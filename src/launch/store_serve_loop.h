@@ -1,0 +1,61 @@
+// The rendezvous store's event loop: one poll() over the listening socket, a
+// stop descriptor and every connection. A connection is served only after
+// its first request showed the job token (see store_server.h); requests are
+// applied to a StoreState and replies written without blocking, so a client
+// that does not read cannot stall the others.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "launch/store_protocol.h"
+#include "launch/store_state.h"
+#include "launch/unique_fd.h"
+
+namespace paisoar::launch {
+
+// Lives on the store server's thread only; not thread-safe. Does not own the
+// listening socket or the stop descriptor.
+class StoreServeLoop {
+ public:
+  StoreServeLoop(std::string token, int log_fd, int listen_fd, int stop_fd);
+
+  // Serves until stop_fd becomes readable or hangs up. Never throws: an
+  // unexpected error is logged and ends the loop.
+  void run() noexcept;
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    std::string peer;  // "1.2.3.4:5678", for messages
+    std::string in;
+    std::string out;
+    bool authenticated = false;
+    bool close_when_sent = false;
+  };
+
+  void loop();
+  void accept_new();
+  // Reads what is there and serves every complete request; false: close it.
+  bool on_readable(store::ConnId id, Connection& c);
+  bool serve_requests(store::ConnId id, Connection& c);
+  // The first request; false when it was refused (the caller stops reading).
+  bool authenticate(Connection& c, const store::Request& request);
+  void refuse(Connection& c, const std::string& why);
+  // Sends what fits now; false when the connection is broken.
+  bool flush(Connection& c);
+  void close(store::ConnId id);
+  void log(const std::string& text);
+
+  const std::string token_;
+  const int log_fd_;
+  const int listen_fd_;
+  const int stop_fd_;
+  std::map<store::ConnId, Connection> conns_;
+  store::StoreState state_;
+  store::ConnId next_id_ = 1;
+  int refusals_logged_ = 0;
+  bool accept_paused_ = false;  // accept4 ran out of descriptors
+};
+
+}  // namespace paisoar::launch
