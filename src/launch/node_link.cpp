@@ -48,9 +48,10 @@ NodeLink::NodeLink(NodeLinkOptions options, SignalChannel& signals)
     control_ = std::make_unique<StoreClient>(options_.host, options_.port, options_.token, deadline);
     watch_ = std::make_unique<StoreClient>(options_.host, options_.port, options_.token, deadline);
   } catch (const StoreConnectionLost& e) {
-    throw StoreConnectionLost(std::string(e.what()) + ". Node 0's launcher hosts it: start it with --node_rank 0 " +
-                              "and the same --master_addr and --master_port, within --join_timeout (" +
-                              format_seconds(options_.join_timeout_s) + " s) of the other nodes");
+    throw std::runtime_error("paisoar launch: cannot join the job: " + std::string(e.what()) +
+                             ". Node 0's launcher hosts it: start it with --node_rank 0 and the same "
+                             "--master_addr and --master_port, within --join_timeout (" +
+                             format_seconds(options_.join_timeout_s) + " s) of the other nodes");
   }
 }
 

@@ -60,7 +60,8 @@ struct JobVerdict {
 // Every method throws StoreConnectionLost when the store is gone.
 class NodeLink : public JobEvents {
  public:
-  // Connects (retrying for join_timeout_s while nothing listens yet).
+  // Connects (retrying for join_timeout_s while nothing listens yet); throws
+  // std::runtime_error saying to start node 0's launcher when it cannot.
   NodeLink(NodeLinkOptions options, SignalChannel& signals);
 
   // Joins generation `generation` and waits until every node has: kGo, kEnd
