@@ -221,6 +221,8 @@ int run_node_of_job(NodeRun& run, const std::string& token) {
         switch (outcome.kind) {
           case GroupOutcome::Kind::kSucceeded:
             verdict = link.finish();
+            if (verdict.kind == JobVerdict::Kind::kRestart)
+              message(verdict.reason + " (this node's ranks had finished)");
             break;
           case GroupOutcome::Kind::kInterrupted:
             end_job(link, node + "'s launcher got " + signal_name(outcome.signal));

@@ -1,7 +1,8 @@
 // Process tests of multi-node jobs on one machine: two or three launchers on
 // 127.0.0.1 with --nnodes, one rank each (launch_probe), sharing a job token.
 // A rank killed on node 1 restarts the job on both nodes; failures on both
-// nodes at once make one restart; a node that does not rejoin, or never
+// nodes at once make one restart, and so does a failure on one node after
+// the other's ranks finished; a node that does not rejoin, or never
 // joins, ends the job with a message naming it; losing node 0's launcher
 // (which hosts the store) ends the others; a signal to one launcher ends the
 // job on every node; --max_restarts counts for the whole job.
@@ -90,6 +91,29 @@ TEST(LaunchNodes, FailuresOnBothNodesAtOnceAreOneRestart) {
   ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
   EXPECT_TRUE(contains(r0.out, "[rank0]: fin\n")) << r0.out;
   EXPECT_TRUE(contains(r1.out, "[rank1]: fin\n")) << r1.out;
+}
+
+// Node 0's rank succeeds first; node 1's fails while node 0 waits for the
+// other nodes to finish: the job restarts on both, node 0's rank included.
+TEST(LaunchNodes, ANodeThatFinishedRestartsWhenAnotherFails) {
+  const std::string dir = make_temp_dir();
+  const int port = pick_free_port_pair("127.0.0.1");
+  LauncherRun node0(node_args(0, 2, port, {"--max_restarts", "1"},
+                              {"env", "PAISOAR_RESTART_COUNT", "print", "fin", "if-restart", "0", "pidfile",
+                               dir + "/finished"}),
+                    kToken);
+  LauncherRun node1(node_args(1, 2, port, {"--max_restarts", "1"},
+                              {"env", "PAISOAR_RESTART_COUNT", "if-restart", "0", "wait-file", dir + "/finished",
+                               "if-restart", "0", "exit", "5", "print", "fin"}),
+                    kToken);
+  const RunResult r0 = node0.finish(60);
+  const RunResult r1 = node1.finish(60);
+  ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
+  EXPECT_TRUE(contains(r0.err, "node 1 failed: rank 1 (local_rank 0, pid ")) << r0.err;
+  EXPECT_TRUE(contains(r0.out, "[rank0]: PAISOAR_RESTART_COUNT=1\n[rank0]: fin\n")) << r0.out;
+  EXPECT_TRUE(contains(r1.out, "[rank1]: PAISOAR_RESTART_COUNT=1\n[rank1]: fin\n")) << r1.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LaunchNodes, MaxRestartsCountsForTheWholeJob) {
