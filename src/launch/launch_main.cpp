@@ -213,6 +213,18 @@ int run_node_of_job(NodeRun& run, const std::string& token) {
   link_options.join_timeout_s = options.join_timeout_s;
   try {
     NodeLink link(link_options, run.signals);
+    // RANK and the restart decisions are only right when every node has the
+    // same; torchrun's TORCHELASTIC_RUN_ID is the same on every node.
+    const std::string flags = "--nnodes " + std::to_string(options.nnodes) + " --nproc_per_node " +
+                              std::to_string(options.nproc_per_node) + " --max_restarts " +
+                              std::to_string(options.max_restarts);
+    const std::string job_flags = link.first_value("flags", flags);
+    if (job_flags != flags) {
+      throw std::runtime_error("paisoar launch: this launcher (" + node + ") has " + flags +
+                               ", but the job's first launcher had " + job_flags +
+                               "; give every node the same flags");
+    }
+    run.ctx.run_id = link.first_value("run_id", run.ctx.run_id);
     for (int generation = 0;; ++generation) {
       JobVerdict verdict = link.join(generation);
       std::optional<GroupOutcome> local_failure;

@@ -55,6 +55,10 @@ NodeLink::NodeLink(NodeLinkOptions options, SignalChannel& signals)
   }
 }
 
+std::string NodeLink::first_value(const std::string& name, const std::string& mine) {
+  return control_->compare_set("/paisoar/launch/" + name, "", mine);
+}
+
 std::string NodeLink::key(const std::string& name) const {
   return "/paisoar/launch/gen_" + std::to_string(generation_) + "/" + name;
 }

@@ -1,7 +1,9 @@
 // How the launchers of a multi-node job keep its nodes together, through node
 // 0's rendezvous store (every launcher, node 0's included, is a client of it,
-// with the job token). The job runs in generations; generation g's ranks get
-// restart count g. For each generation, under /paisoar/launch/gen_<g>/:
+// with the job token). Job-wide values (first_value(): the flags every node
+// must share, the run id) are /paisoar/launch/<name>. The job runs in
+// generations; generation g's ranks get restart count g. For each
+// generation, under /paisoar/launch/gen_<g>/:
 //   node_<k>  node k joined (its host and pid; a second launcher with the same
 //             --node_rank is an error)
 //   joined    how many nodes joined; the one that makes it nnodes sets
@@ -63,6 +65,10 @@ class NodeLink : public JobEvents {
   // Connects (retrying for join_timeout_s while nothing listens yet); throws
   // std::runtime_error saying to start node 0's launcher when it cannot.
   NodeLink(NodeLinkOptions options, SignalChannel& signals);
+
+  // The job-wide value `name` (under /paisoar/launch/): the first value any
+  // launcher offered, which is `mine` when this one was first.
+  std::string first_value(const std::string& name, const std::string& mine);
 
   // Joins generation `generation` and waits until every node has: kGo, kEnd
   // (a node did not join in time: "node 2 did not rejoin within 60 s

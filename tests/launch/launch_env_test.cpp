@@ -79,9 +79,13 @@ TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
   LauncherRun node0(node(0), {"PAISOAR_JOB_TOKEN=shared"});
   RunResult r = run_paisoar(node(1), {"PAISOAR_JOB_TOKEN=shared"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(node0.finish().exit_code, 0);
+  const RunResult r0 = node0.finish();
+  EXPECT_EQ(r0.exit_code, 0);
   auto values = values_by_rank(r.out);
   ASSERT_EQ(values.size(), 2u) << r.out;
+  // One run id for the whole job, as torchrun's.
+  EXPECT_EQ(values_by_rank(r0.out)[0]["TORCHELASTIC_RUN_ID"], values[2]["TORCHELASTIC_RUN_ID"]);
+  EXPECT_EQ(values[2]["TORCHELASTIC_RUN_ID"].size(), 16u);
   for (int rank : {2, 3}) {
     auto& v = values[rank];
     EXPECT_EQ(v["RANK"], std::to_string(rank));

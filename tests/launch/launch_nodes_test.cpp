@@ -222,6 +222,22 @@ TEST(LaunchNodes, ASignalToOneLauncherEndsTheJobOnEveryNode) {
   std::filesystem::remove_all(dir);
 }
 
+// Whichever launcher comes second is refused; the other then ends the job
+// for want of it.
+TEST(LaunchNodes, NodesWithDifferentFlagsAreAnError) {
+  const int port = pick_free_port_pair("127.0.0.1");
+  LauncherRun node0(node_args(0, 2, port, {"--max_restarts", "1", "--join_timeout", "2"}, {"print", "ran"}), kToken);
+  LauncherRun node1(node_args(1, 2, port, {"--max_restarts", "2", "--join_timeout", "2"}, {"print", "ran"}), kToken);
+  const RunResult r0 = node0.finish(30);
+  const RunResult r1 = node1.finish(30);
+  EXPECT_EQ(r0.exit_code, 1) << r0.err;
+  EXPECT_EQ(r1.exit_code, 1) << r1.err;
+  const std::string both = r0.err + r1.err;
+  EXPECT_TRUE(contains(both, "but the job's first launcher had --nnodes 2 --nproc_per_node 1 --max_restarts ")) << both;
+  EXPECT_TRUE(contains(both, "; give every node the same flags")) << both;
+  EXPECT_EQ(r0.out + r1.out, "") << "no rank may start";
+}
+
 TEST(LaunchNodes, TwoLaunchersWithOneNodeRankAreAnError) {
   const std::string dir = make_temp_dir();
   const int port = pick_free_port_pair("127.0.0.1");
