@@ -79,7 +79,13 @@ JobVerdict NodeLink::join(int generation) {
   }
   if (control_->add(key("joined"), 1) == options_.nnodes) control_->compare_set(key("start"), "", kGo);
   watch("start");
-  const int woke = await_watch(options_.join_timeout_s);
+  int woke = await_watch(options_.join_timeout_s);
+  std::vector<int> missing = woke == 0 ? missing_nodes() : std::vector<int>{};
+  // Every node's key is there: the last one is between its key and its count.
+  for (int extra = 0; woke == 0 && missing.empty() && extra < 50; ++extra) {
+    woke = await_watch(0.1);
+    missing = woke == 0 ? missing_nodes() : std::vector<int>{};
+  }
   std::string start;
   if (woke == kAnswered) {
     start = control_->get(key("start"));
@@ -95,7 +101,7 @@ JobVerdict NodeLink::join(int generation) {
     v.signal = woke;
     return v;
   } else {
-    start = control_->compare_set(key("start"), "", kEnd + missing_nodes_message());
+    start = control_->compare_set(key("start"), "", kEnd + missing_message(missing));
     consume_watch();
   }
   if (start != kGo) return parse(start);
@@ -106,17 +112,22 @@ JobVerdict NodeLink::join(int generation) {
   return go;
 }
 
-std::string NodeLink::missing_nodes_message() const {
+std::vector<int> NodeLink::missing_nodes() const {
   std::vector<int> missing;
   for (int node = 0; node < options_.nnodes; ++node) {
     if (!control_->check({key("node_" + std::to_string(node))})) missing.push_back(node);
   }
+  return missing;
+}
+
+std::string NodeLink::missing_message(const std::vector<int>& missing) const {
   std::string who;
   for (std::size_t i = 0; i < missing.size(); ++i)
     who += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + std::to_string(missing[i]);
-  if (missing.empty()) who = "?";  // all there after all; the next join will tell
-  return std::string(missing.size() > 1 ? "nodes " : "node ") + who + (generation_ == 0 ? " did not join" : " did not rejoin") +
-         " within " + format_seconds(options_.join_timeout_s) + " s (--join_timeout)";
+  if (missing.empty()) who = "?";  // only after the grace in join(): a node that never counted itself
+  return std::string(missing.size() > 1 ? "nodes " : "node ") + who +
+         (generation_ == 0 ? " did not join" : " did not rejoin") + " within " +
+         format_seconds(options_.join_timeout_s) + " s (--join_timeout)";
 }
 
 int NodeLink::fd() const { return watch_->fd(); }

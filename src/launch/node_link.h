@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launch/job_events.h"
 #include "launch/signal_channel.h"
@@ -102,7 +103,9 @@ class NodeLink : public JobEvents {
   void consume_watch();  // reads the answer to an outstanding WAIT whose key exists
   void watch(const std::string& name);
   JobVerdict parse(const std::string& value) const;
-  std::string missing_nodes_message() const;
+  // The nodes without a node_<k> key in this generation, and what to say of them.
+  std::vector<int> missing_nodes() const;
+  std::string missing_message(const std::vector<int>& missing) const;
 
   NodeLinkOptions options_;
   SignalChannel& signals_;
