@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "launch/rank_process.h"
+#include "launch/store_state.h"
 
 namespace paisoar::launch {
 namespace {
@@ -76,6 +77,10 @@ JobVerdict NodeLink::join(int generation) {
   if (holder != me) {
     throw std::runtime_error("paisoar launch: another launcher (" + holder + ") already joined this job as " +
                              node_name() + "; give every node its own --node_rank");
+  }
+  if (!announced_) {  // after the check above: a second launcher as node k must not take k's key
+    control_->set(alive_key(options_.node_rank), me);
+    announced_ = true;
   }
   if (control_->add(key("joined"), 1) == options_.nnodes) control_->compare_set(key("start"), "", kGo);
   watch("start");
@@ -143,9 +148,26 @@ void NodeLink::report_failure(const std::string& what) {
   verdict_ = parse(control_->compare_set(key("stop"), "", kRestart + node_name() + " failed: " + what));
 }
 
+std::string NodeLink::alive_key(int node) const {
+  return std::string(store::kConnectionKeyPrefix) + "node_" + std::to_string(node);
+}
+
 JobVerdict NodeLink::finish() {
+  control_->set(key("done_node_" + std::to_string(options_.node_rank)), "1");
   if (control_->add(key("done"), 1) == options_.nnodes) control_->compare_set(key("stop"), "", kDone);
-  const int woke = await_watch(0);
+  // A node whose launcher is gone (its connection closed: killed, or its
+  // machine down) before its ranks finished would keep this wait from ever
+  // ending: look for one every second.
+  int woke = 0;
+  while ((woke = await_watch(1.0)) == 0) {
+    for (int node = 0; node < options_.nnodes; ++node) {
+      if (control_->check({key("done_node_" + std::to_string(node))}) || control_->check({alive_key(node)}))
+        continue;
+      end_job("node " + std::to_string(node) + "'s launcher is gone (its connection to the store closed) " +
+              "before its ranks finished");
+      return verdict();
+    }
+  }
   if (woke > 0) {
     end_job(node_name() + "'s launcher got " + signal_name(woke));
     JobVerdict v;

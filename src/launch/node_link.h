@@ -10,15 +10,19 @@
 //   start     "go": every node starts its ranks; or "end\n<why>" when a node
 //             did not join within --join_timeout (whoever saw it first) or a
 //             launcher got a signal while waiting
-//   done      how many nodes' ranks all succeeded; the one that makes it
-//             nnodes sets
+//   done_node_<k>, done
+//             node k's ranks all succeeded, and how many nodes' did; the
+//             one that makes it nnodes sets
 //   stop      the generation's verdict, written once (compare-and-set, first
 //             writer wins): "done" (every node succeeded), "restart\n<why>" (a
 //             rank failed on some node: every node stops its ranks and joins
 //             g + 1, while --max_restarts allows) or "end\n<why>" (a launcher
 //             got a signal or could not start its program: every node ends).
 // Each launcher holds a WAIT on `start` or `stop` on a second connection, so
-// it learns of the others' verdict as soon as it is written.
+// it learns of the others' verdict as soon as it is written. And it sets
+// /paisoar/launch/alive/node_<k>, which the store deletes when that
+// launcher's connection closes (store_state.h): a launcher waiting for the
+// others to finish ends the job when one is gone before its ranks finished.
 #pragma once
 
 #include <memory>
@@ -94,6 +98,8 @@ class NodeLink : public JobEvents {
 
  private:
   std::string key(const std::string& name) const;
+  // Node `node`'s presence: a key that goes when its launcher's connection does.
+  std::string alive_key(int node) const;
   std::string node_name() const;
   // Waits for the outstanding WAIT's answer: returns kAnswered, or the
   // signal (not SIGCHLD) that came first, or 0 when `timeout_s` (> 0) passed
@@ -112,6 +118,7 @@ class NodeLink : public JobEvents {
   std::unique_ptr<StoreClient> control_;  // requests answered at once
   std::unique_ptr<StoreClient> watch_;    // one WAIT at a time
   bool watch_pending_ = false;
+  bool announced_ = false;  // this node's alive_key() is set
   int generation_ = -1;
   bool running_ = false;  // the generation started ("go"): verdicts go to `stop`
   std::optional<JobVerdict> verdict_;

@@ -3,7 +3,8 @@
 // A rank killed on node 1 restarts the job on both nodes; failures on both
 // nodes at once make one restart, and so does a failure on one node after
 // the other's ranks finished; a node that does not rejoin, or never
-// joins, ends the job with a message naming it; losing node 0's launcher
+// joins, ends the job with a message naming it, and so does a launcher gone
+// while the others wait for it to finish; losing node 0's launcher
 // (which hosts the store) ends the others; a signal to one launcher ends the
 // job on every node; --max_restarts counts for the whole job.
 #include <gtest/gtest.h>
@@ -161,6 +162,31 @@ TEST(LaunchNodes, ANodeThatDoesNotRejoinEndsTheJob) {
     EXPECT_TRUE(contains(r->err, "ending the job: node 2 did not rejoin within 2 s (--join_timeout)\n")) << r->err;
   }
   EXPECT_TRUE(wait_until_dead(read_pid_file(dir + "/r1", 1), 5)) << "node 1's rank was not stopped";
+  std::filesystem::remove_all(dir);
+}
+
+// Node 1's launcher is killed while node 0's rank still runs; node 0's rank
+// then finishes: node 0 does not wait forever for node 1 to finish.
+TEST(LaunchNodes, ALauncherGoneBeforeItsRanksFinishedEndsTheJob) {
+  const std::string dir = make_temp_dir();
+  const int port = pick_free_port_pair("127.0.0.1");
+  LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "wait-file", dir + "/go", "print", "fin"}),
+                    kToken);
+  auto node1 = std::make_unique<LauncherRun>(node_args(1, 2, port, {}, {"pidfile", dir + "/r1", "sleep", "60"}),
+                                             kToken);
+  ASSERT_GT(read_pid_file(dir + "/r0", 30), 0);
+  const pid_t rank1 = read_pid_file(dir + "/r1", 30);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(::kill(node1->pid(), SIGKILL), 0);
+  node1->finish(10);
+  ::kill(rank1, SIGKILL);
+  touch(dir + "/go");
+  const RunResult r0 = node0.finish(30);
+  EXPECT_EQ(r0.exit_code, 1) << r0.err;
+  EXPECT_TRUE(contains(r0.out, "[rank0]: fin\n")) << r0.out;
+  EXPECT_TRUE(contains(r0.err, "ending the job: node 1's launcher is gone (its connection to the store closed) "
+                               "before its ranks finished"))
+      << r0.err;
   std::filesystem::remove_all(dir);
 }
 
