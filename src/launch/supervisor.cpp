@@ -1,7 +1,8 @@
 // Supervisor: the launcher's single-threaded event loop. One poll() waits on
-// the signalfd and on every rank's stdout/stderr pipe; children are reaped
-// on SIGCHLD; stopping is SIGTERM (or the signal the launcher got) to each
-// rank's process group, then SIGKILL when the grace period runs out.
+// the signalfd, on every rank's stdout/stderr pipe and, with several nodes,
+// on the job's descriptor (JobEvents); children are reaped on SIGCHLD;
+// stopping is SIGTERM (or the signal the launcher got) to each rank's
+// process group, then SIGKILL when the grace period runs out.
 #include "launch/supervisor.h"
 
 #include <poll.h>
