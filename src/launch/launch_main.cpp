@@ -1,14 +1,17 @@
 // launch_main(): parses the flags, starts the rendezvous store (node 0), then
 // runs attempts of the rank group through the Supervisor, restarting the
 // whole group after a failure while --max_restarts allows, and turns the
-// outcome into the exit code.
+// outcome into the exit code. With several nodes the attempts are the job's
+// generations, joined and ended together through node 0's store (NodeLink).
 #include "launch/launch.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -16,10 +19,12 @@
 #include <stdexcept>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "launch/free_port.h"
 #include "launch/job_token.h"
 #include "launch/launch_options.h"
+#include "launch/node_link.h"
 #include "launch/output_relay.h"
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
@@ -136,6 +141,161 @@ std::unique_ptr<StoreServer> start_rendezvous_store(LaunchOptions& options,
                            std::to_string(kTries) + " tries; give --master_port.");
 }
 
+// What every attempt of this node's ranks shares.
+struct NodeRun {
+  const LaunchOptions& options;
+  const std::vector<std::string>& argv;
+  const std::vector<std::string>& base_env;
+  const HeartbeatDir& heartbeats;
+  RankEnvContext ctx;
+  Supervisor& supervisor;
+  SignalChannel& signals;
+
+  std::vector<RankSpec> specs(int restart) {
+    ctx.restart_count = restart;
+    return make_specs(options, argv, ctx, base_env, heartbeats);
+  }
+};
+
+int failed_rank_exit(const GroupOutcome& outcome) {
+  const ExitStatus& status = outcome.failure->status;
+  return status.signal == 0 && status.code != 0 ? status.code : 1;
+}
+
+int run_single_node(NodeRun& run) {
+  const LaunchOptions& options = run.options;
+  for (int restart = 0;; ++restart) {
+    GroupOutcome outcome = run.supervisor.run(run.specs(restart));
+    switch (outcome.kind) {
+      case GroupOutcome::Kind::kSucceeded:
+        return 0;
+      case GroupOutcome::Kind::kInterrupted:
+        return 128 + outcome.signal;
+      case GroupOutcome::Kind::kSpawnFailed:
+        return spawn_failure_exit(options, *outcome.spawn_error, run.argv);
+      case GroupOutcome::Kind::kRankFailed:
+      case GroupOutcome::Kind::kStoppedByJob:  // not without a JobEvents
+      case GroupOutcome::Kind::kJobLost:
+        break;
+    }
+    if (restart < options.max_restarts) {
+      message("restarting the group (restart " + std::to_string(restart + 1) + " of " +
+              std::to_string(options.max_restarts) + ")");
+      continue;
+    }
+    if (options.max_restarts > 0)
+      message("giving up: the group failed after all " + std::to_string(options.max_restarts) +
+              " restarts");
+    return failed_rank_exit(outcome);
+  }
+}
+
+// Ends the job on every node, as well as a lost store allows.
+void end_job(NodeLink& link, const std::string& why) {
+  try {
+    link.end_job(why);
+  } catch (const StoreConnectionLost&) {
+  }
+}
+
+// Several nodes: generation g of the job runs this node's ranks with restart
+// count g once every node joined it; a failure anywhere stops every node's
+// ranks, and all rejoin g + 1 while --max_restarts allows (node_link.h).
+int run_node_of_job(NodeRun& run, const std::string& token) {
+  const LaunchOptions& options = run.options;
+  const std::string node = "node " + std::to_string(options.node_rank);
+  NodeLinkOptions link_options;
+  link_options.host = options.master_addr;
+  link_options.port = options.master_port;
+  link_options.token = token;
+  link_options.node_rank = options.node_rank;
+  link_options.nnodes = options.nnodes;
+  link_options.join_timeout_s = options.join_timeout_s;
+  try {
+    NodeLink link(link_options, run.signals);
+    // RANK and the restart decisions are only right when every node has the
+    // same; torchrun's TORCHELASTIC_RUN_ID is the same on every node.
+    const std::string flags = "--nnodes " + std::to_string(options.nnodes) + " --nproc_per_node " +
+                              std::to_string(options.nproc_per_node) + " --max_restarts " +
+                              std::to_string(options.max_restarts);
+    const std::string job_flags = link.first_value("flags", flags);
+    if (job_flags != flags) {
+      throw std::runtime_error("paisoar launch: this launcher (" + node + ") has " + flags +
+                               ", but the job's first launcher had " + job_flags +
+                               "; give every node the same flags");
+    }
+    run.ctx.run_id = link.first_value("run_id", run.ctx.run_id);
+    for (int generation = 0;; ++generation) {
+      JobVerdict verdict = link.join(generation);
+      std::optional<GroupOutcome> local_failure;
+      if (verdict.kind == JobVerdict::Kind::kGo) {
+        GroupOutcome outcome = run.supervisor.run(run.specs(generation), &link);
+        switch (outcome.kind) {
+          case GroupOutcome::Kind::kSucceeded:
+            verdict = link.finish();
+            if (verdict.kind == JobVerdict::Kind::kRestart)
+              message(verdict.reason + " (this node's ranks had finished)");
+            break;
+          case GroupOutcome::Kind::kInterrupted:
+            end_job(link, node + "'s launcher got " + signal_name(outcome.signal));
+            return 128 + outcome.signal;
+          case GroupOutcome::Kind::kSpawnFailed:
+            end_job(link, node + " could not start its program: " + outcome.spawn_error->what());
+            return spawn_failure_exit(options, *outcome.spawn_error, run.argv);
+          case GroupOutcome::Kind::kJobLost:
+            return 1;  // the supervisor said why
+          case GroupOutcome::Kind::kRankFailed:
+            local_failure = outcome;
+            verdict = link.verdict();
+            break;
+          case GroupOutcome::Kind::kStoppedByJob:
+            verdict = link.verdict();
+            break;
+        }
+      }
+      switch (verdict.kind) {
+        case JobVerdict::Kind::kDone:
+          return 0;
+        case JobVerdict::Kind::kInterrupted:
+          return 128 + verdict.signal;
+        case JobVerdict::Kind::kEnd:
+          message("ending the job: " + verdict.reason);
+          return 1;
+        case JobVerdict::Kind::kGo:  // not a verdict on a generation that ran
+        case JobVerdict::Kind::kRestart:
+          break;
+      }
+      if (generation < options.max_restarts) {
+        message("restarting the job on all " + std::to_string(options.nnodes) + " nodes (restart " +
+                std::to_string(generation + 1) + " of " + std::to_string(options.max_restarts) + ")");
+        continue;
+      }
+      if (options.max_restarts > 0)
+        message("giving up: the job failed after all " + std::to_string(options.max_restarts) + " restarts");
+      return local_failure ? failed_rank_exit(*local_failure) : 1;
+    }
+  } catch (const StoreConnectionLost& e) {
+    message(std::string("lost the connection to node 0's launcher, which hosts the job's store: ") + e.what());
+    return 1;
+  }
+}
+
+// Node 0 of several: the other launchers read the job's verdict from this
+// launcher's store, so it stays up (at most `timeout_s`, or until a signal)
+// until they have all disconnected.
+void wait_for_other_launchers(const StoreServer& store, SignalChannel& signals, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
+  while (store.open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{signals.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    for (int sig : signals.drain()) {
+      if (sig != SIGCHLD) return;
+    }
+  }
+}
+
 int run_launcher(LaunchOptions options, const std::string& token) {
   const std::vector<std::string> argv =
       rank_command(options.program, env_or_empty("PAISOAR_PYTHON"));
@@ -163,31 +323,11 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   ctx.run_id = make_run_id();
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
-
-  for (int restart = 0;; ++restart) {
-    ctx.restart_count = restart;
-    GroupOutcome outcome = supervisor.run(make_specs(options, argv, ctx, base_env, heartbeats));
-    switch (outcome.kind) {
-      case GroupOutcome::Kind::kSucceeded:
-        return 0;
-      case GroupOutcome::Kind::kInterrupted:
-        return 128 + outcome.signal;
-      case GroupOutcome::Kind::kSpawnFailed:
-        return spawn_failure_exit(options, *outcome.spawn_error, argv);
-      case GroupOutcome::Kind::kRankFailed:
-        break;
-    }
-    if (restart < options.max_restarts) {
-      message("restarting the group (restart " + std::to_string(restart + 1) + " of " +
-              std::to_string(options.max_restarts) + ")");
-      continue;
-    }
-    if (options.max_restarts > 0)
-      message("giving up: the group failed after all " + std::to_string(options.max_restarts) +
-              " restarts");
-    const ExitStatus& status = outcome.failure->status;
-    return status.signal == 0 && status.code != 0 ? status.code : 1;
-  }
+  NodeRun run{options, argv, base_env, heartbeats, ctx, supervisor, signals};
+  if (options.nnodes == 1) return run_single_node(run);
+  const int code = run_node_of_job(run, token);
+  if (store) wait_for_other_launchers(*store, signals, options.grace_period_s + 10);
+  return code;
 }
 
 }  // namespace

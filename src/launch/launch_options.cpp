@@ -57,7 +57,8 @@ struct LaunchCli {
     app.add_flag("--standalone", standalone,
                  "Single node on 127.0.0.1 with a free port (--nnodes 1 --master_port 0)");
     app.add_option("--max_restarts,--max-restarts", o.max_restarts,
-                   "Restart the whole group up to this many times when a rank fails")
+                   "Restart the whole job (every node's ranks) up to this many times when a "
+                   "rank fails")
         ->capture_default_str();
     app.add_option("--log_dir,--log-dir", o.log_dir,
                    "Also write rank R's output, unprefixed, to LOG_DIR/rank_R.log");
@@ -69,6 +70,10 @@ struct LaunchCli {
     app.add_option("--heartbeat_timeout,--heartbeat-timeout", o.heartbeat_timeout_s,
                    "Stop and restart the group when a rank has not beaten its heartbeat "
                    "(PAISOAR_HEARTBEAT_FILE) for this many seconds; 0: off")
+        ->capture_default_str();
+    app.add_option("--join_timeout,--join-timeout", o.join_timeout_s,
+                   "Several nodes: seconds to wait for every node to join the job at its start "
+                   "and at each restart; a node missing then ends the job")
         ->capture_default_str();
     app.add_option("--omp_num_threads,--omp-num-threads", omp_num_threads,
                    "OMP_NUM_THREADS for each rank (default: the user's, else cores/nproc)");
@@ -109,6 +114,8 @@ void validate(LaunchOptions& o, const LaunchCli& cli) {
     throw LaunchUsageError(fail("--grace_period must be 0 or more seconds."));
   if (!(o.heartbeat_timeout_s >= 0.0))
     throw LaunchUsageError(fail("--heartbeat_timeout must be 0 (off) or more seconds."));
+  if (!(o.join_timeout_s > 0.0))
+    throw LaunchUsageError(fail("--join_timeout must be more than 0 seconds."));
   if (cli.app.count("--omp_num_threads") > 0) {
     if (cli.omp_num_threads < 1)
       throw LaunchUsageError(fail("--omp_num_threads must be at least 1, got " +

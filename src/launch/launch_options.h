@@ -32,6 +32,10 @@ struct LaunchOptions {
   // Seconds a rank may go without touching its heartbeat file before the
   // launcher stops the group as failed; 0: no watchdog (--heartbeat_timeout).
   double heartbeat_timeout_s = 0.0;
+  // Several nodes: seconds every launcher waits for all nodes to join each
+  // generation of the job (its start and every restart) before it ends the
+  // job (--join_timeout).
+  double join_timeout_s = 60.0;
   // OMP_NUM_THREADS for the ranks; unset: keep the user's, else cores / nproc_per_node.
   std::optional<int> omp_num_threads;
   // The program and its arguments, passed through unchanged. Never empty once parsed.

@@ -52,8 +52,13 @@ std::string peer_name(const sockaddr_storage& addr, socklen_t len) {
 
 }  // namespace
 
-StoreServeLoop::StoreServeLoop(std::string token, int log_fd, int listen_fd, int stop_fd)
-    : token_(std::move(token)), log_fd_(log_fd), listen_fd_(listen_fd), stop_fd_(stop_fd) {}
+StoreServeLoop::StoreServeLoop(std::string token, int log_fd, int listen_fd, int stop_fd,
+                               std::atomic<std::size_t>* open_connections)
+    : token_(std::move(token)),
+      log_fd_(log_fd),
+      listen_fd_(listen_fd),
+      stop_fd_(stop_fd),
+      open_connections_(open_connections) {}
 
 void StoreServeLoop::run() noexcept {
   try {
@@ -118,6 +123,7 @@ void StoreServeLoop::accept_new() {
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c.fd = std::move(fd);
     conns_.emplace(next_id_++, std::move(c));
+    if (open_connections_ != nullptr) open_connections_->store(conns_.size());
   }
 }
 
@@ -217,6 +223,7 @@ bool StoreServeLoop::flush(Connection& c) {
 void StoreServeLoop::close(ConnId id) {
   state_.drop(id);
   conns_.erase(id);
+  if (open_connections_ != nullptr) open_connections_->store(conns_.size());
   accept_paused_ = false;
 }
 

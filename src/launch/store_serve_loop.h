@@ -5,6 +5,8 @@
 // that does not read cannot stall the others.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -15,10 +17,12 @@
 namespace paisoar::launch {
 
 // Lives on the store server's thread only; not thread-safe. Does not own the
-// listening socket or the stop descriptor.
+// listening socket, the stop descriptor or `open_connections`, which it keeps
+// equal to the number of open connections for other threads to read.
 class StoreServeLoop {
  public:
-  StoreServeLoop(std::string token, int log_fd, int listen_fd, int stop_fd);
+  StoreServeLoop(std::string token, int log_fd, int listen_fd, int stop_fd,
+                 std::atomic<std::size_t>* open_connections = nullptr);
 
   // Serves until stop_fd becomes readable or hangs up. Never throws: an
   // unexpected error is logged and ends the loop.
@@ -51,6 +55,7 @@ class StoreServeLoop {
   const int log_fd_;
   const int listen_fd_;
   const int stop_fd_;
+  std::atomic<std::size_t>* const open_connections_;
   std::map<store::ConnId, Connection> conns_;
   store::StoreState state_;
   store::ConnId next_id_ = 1;

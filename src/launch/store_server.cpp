@@ -114,7 +114,8 @@ StoreServer::~StoreServer() {
 }
 
 void StoreServer::serve() {
-  StoreServeLoop loop(options_.token, options_.log_fd, listen_fd_.get(), stop_read_.get());
+  StoreServeLoop loop(options_.token, options_.log_fd, listen_fd_.get(), stop_read_.get(),
+                      &open_connections_);
   loop.run();
 }
 

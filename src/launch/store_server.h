@@ -53,6 +53,11 @@ class StoreServer {
   // The numeric address bound, e.g. "127.0.0.1" or "::1".
   const std::string& address() const { return address_; }
 
+  // Connections open now (authenticated or not). Thread-safe. Node 0's
+  // launcher waits for 0 before it exits, so that the other nodes'
+  // launchers can read the job's verdict before the store goes away.
+  std::size_t open_connections() const { return open_connections_.load(); }
+
  private:
   void serve();
 
@@ -62,6 +67,7 @@ class StoreServer {
   UniqueFd stop_write_;
   int port_ = 0;
   std::string address_;
+  std::atomic<std::size_t> open_connections_{0};
   std::thread thread_;
 };
 

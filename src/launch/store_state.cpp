@@ -42,6 +42,7 @@ ApplyResult StoreState::apply(ConnId from, const Request& r) {
   switch (r.type) {
     case QueryType::kSet:
       store_value(key, r.value, replies);
+      if (key.rfind(kConnectionKeyPrefix, 0) == 0) owners_[key] = from;
       break;
     case QueryType::kCompareSet: {
       // As c10d: a missing key is created only when the expected value is
@@ -123,6 +124,14 @@ ApplyResult StoreState::apply(ConnId from, const Request& r) {
 
 void StoreState::drop(ConnId conn) {
   missing_.erase(conn);
+  for (auto it = owners_.begin(); it != owners_.end();) {
+    if (it->second != conn) {
+      ++it;
+      continue;
+    }
+    values_.erase(it->first);
+    it = owners_.erase(it);
+  }
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto& conns = it->second;
     conns.erase(std::remove(conns.begin(), conns.end(), conn), conns.end());

@@ -30,12 +30,17 @@ struct ApplyResult {
   bool close_sender = false;
 };
 
+// Keys under this prefix (as on the wire) live only as long as the
+// connection that SET them: they are deleted when it closes. The launchers of
+// a multi-node job show that they are alive with them; c10d has no such keys.
+inline constexpr const char* kConnectionKeyPrefix = "/paisoar/launch/alive/";
+
 // Not thread-safe: owned by the store server's thread.
 class StoreState {
  public:
   ApplyResult apply(ConnId from, const Request& request);
 
-  // Forgets what `conn` waits for (it closed).
+  // Forgets what `conn` waits for, and deletes its connection keys (it closed).
   void drop(ConnId conn);
 
   std::size_t num_keys() const { return values_.size(); }
@@ -48,6 +53,8 @@ class StoreState {
   std::map<std::string, std::vector<ConnId>> waiting_;
   // connection -> keys it still waits for.
   std::map<ConnId, std::size_t> missing_;
+  // kConnectionKeyPrefix key -> the connection that set it last.
+  std::map<std::string, ConnId> owners_;
 };
 
 }  // namespace paisoar::launch::store

@@ -1,7 +1,8 @@
 // Supervisor: the launcher's single-threaded event loop. One poll() waits on
-// the signalfd and on every rank's stdout/stderr pipe; children are reaped
-// on SIGCHLD; stopping is SIGTERM (or the signal the launcher got) to each
-// rank's process group, then SIGKILL when the grace period runs out.
+// the signalfd, on every rank's stdout/stderr pipe and, with several nodes,
+// on the job's descriptor (JobEvents); children are reaped on SIGCHLD;
+// stopping is SIGTERM (or the signal the launcher got) to each rank's
+// process group, then SIGKILL when the grace period runs out.
 #include "launch/supervisor.h"
 
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <sstream>
 
 #include "launch/output_relay.h"
+#include "launch/store_client.h"
 
 namespace paisoar::launch {
 namespace {
@@ -54,8 +56,9 @@ bool process_stopped(pid_t pid) {
 // The state of one Supervisor::run(); lives only for that call.
 class GroupRun {
  public:
-  GroupRun(const SupervisorOptions& options, SignalChannel& signals, const RankLogFiles& logs)
-      : options_(options), signals_(signals), logs_(logs), buffer_(64 * 1024) {}
+  GroupRun(const SupervisorOptions& options, SignalChannel& signals, const RankLogFiles& logs,
+           JobEvents* job)
+      : options_(options), signals_(signals), logs_(logs), job_(job), buffer_(64 * 1024) {}
 
   GroupOutcome run(const std::vector<RankSpec>& specs);
 
@@ -65,6 +68,10 @@ class GroupRun {
   void on_signal(int sig);
   void reap();
   void check_heartbeats();
+  void on_job_event();
+  // Records this node's first failure, tells the job, and stops the group.
+  void fail(const LiveRank& rank, const ExitStatus& status, const std::string& what);
+  void job_lost(const StoreConnectionLost& e);
   bool read_once(RankStream& stream);  // false when nothing more is readable now
   void drain(LiveRank& rank);  // reads what the pipes hold now; never blocks
   void begin_stop(int sig);
@@ -79,6 +86,7 @@ class GroupRun {
   const SupervisorOptions& options_;
   SignalChannel& signals_;
   const RankLogFiles& logs_;
+  JobEvents* const job_;  // null for a single-node job
   std::vector<char> buffer_;
   std::vector<LiveRank> ranks_;  // filled by start_all(), never resized after
   GroupOutcome outcome_;
@@ -162,6 +170,8 @@ void GroupRun::wait_for_events() {
   std::vector<pollfd> fds;
   std::vector<RankStream*> streams;
   fds.push_back({signals_.fd(), POLLIN, 0});
+  // The job's news matter only until this group's end is decided.
+  fds.push_back({job_ != nullptr && !decided_ ? job_->fd() : -1, POLLIN, 0});
   for (LiveRank& rank : ranks_) {
     for (RankStream* s : {&rank.out, &rank.err}) {
       if (!s->fd.valid()) continue;
@@ -184,8 +194,8 @@ void GroupRun::wait_for_events() {
   int n = ::poll(fds.data(), fds.size(), timeout_ms);
   if (n <= 0) return;  // timeout or EINTR: the caller checks the deadline
   // Output first, so a rank's last words come before the launcher's verdict.
-  for (std::size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents != 0) read_once(*streams[i - 1]);
+  for (std::size_t i = 2; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) read_once(*streams[i - 2]);
   }
   if (fds[0].revents != 0) {
     for (int sig : signals_.drain()) {
@@ -193,6 +203,49 @@ void GroupRun::wait_for_events() {
     }
     reap();  // SIGCHLD may be merged; checking every rank is cheap
   }
+  if (fds[1].revents != 0 && !decided_) on_job_event();
+}
+
+void GroupRun::on_job_event() {
+  std::optional<std::string> reason;
+  try {
+    reason = job_->take_stop_reason();
+  } catch (const StoreConnectionLost& e) {
+    job_lost(e);
+    return;
+  }
+  if (!reason) return;
+  decided_ = true;
+  outcome_.kind = GroupOutcome::Kind::kStoppedByJob;
+  outcome_.reason = *reason;
+  message(*reason + "; stopping this node's ranks");
+  begin_stop(SIGTERM);
+}
+
+void GroupRun::job_lost(const StoreConnectionLost& e) {
+  decided_ = true;
+  outcome_.kind = GroupOutcome::Kind::kJobLost;
+  outcome_.reason = e.what();
+  message(std::string("lost the connection to node 0's launcher, which hosts the job's store: ") +
+          e.what() + " (it ended, or its node cannot be reached); stopping this node's ranks");
+  begin_stop(SIGTERM);
+}
+
+void GroupRun::fail(const LiveRank& rank, const ExitStatus& status, const std::string& what) {
+  decided_ = true;
+  outcome_.kind = GroupOutcome::Kind::kRankFailed;
+  outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, status};
+  message(what);
+  if (job_ != nullptr) {
+    try {
+      job_->report_failure(what);
+    } catch (const StoreConnectionLost& e) {
+      job_lost(e);
+      return;
+    }
+  }
+  if (ranks_.size() > 1) message("stopping the other ranks");
+  begin_stop(SIGTERM);
 }
 
 void GroupRun::on_signal(int sig) {
@@ -224,14 +277,10 @@ void GroupRun::reap() {
     drain(rank);
     ExitStatus exit = ExitStatus::from_wait_status(status);
     if (exit.success() || decided_) continue;
-    decided_ = true;
-    outcome_.kind = GroupOutcome::Kind::kRankFailed;
-    outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, exit};
-    message("rank " + std::to_string(rank.spec->global_rank) + " (local_rank " +
-            std::to_string(rank.spec->local_rank) + ", pid " + std::to_string(rank.pid) + ") " +
-            exit.describe());
-    if (ranks_.size() > 1) message("stopping the other ranks");
-    begin_stop(SIGTERM);
+    fail(rank, exit,
+         "rank " + std::to_string(rank.spec->global_rank) + " (local_rank " +
+             std::to_string(rank.spec->local_rank) + ", pid " + std::to_string(rank.pid) + ") " +
+             exit.describe());
   }
 }
 
@@ -262,17 +311,12 @@ void GroupRun::check_heartbeats() {
   }
   if (silent_rank == nullptr) return;
   const LiveRank& rank = *silent_rank;
-  decided_ = true;
-  outcome_.kind = GroupOutcome::Kind::kRankFailed;
-  outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, ExitStatus{1, 0}};
   std::ostringstream text;
   text << "rank " << rank.spec->global_rank << " (local_rank " << rank.spec->local_rank << ", pid " << rank.pid
        << ") made no progress for " << static_cast<int>(longest) << " s (no heartbeat within --heartbeat_timeout "
        << options_.heartbeat_timeout_s << "); "
        << (silent_stopped ? "it is stopped (SIGSTOP)" : "it is hung, or waiting for a rank that is");
-  message(text.str());
-  if (ranks_.size() > 1) message("stopping the group");
-  begin_stop(SIGTERM);
+  fail(rank, ExitStatus{1, 0}, text.str());
   for (const LiveRank& r : ranks_) {  // a SIGSTOPped rank acts on SIGTERM only once continued
     if (!r.reaped) signal_group(r.pid, SIGCONT, true);
   }
@@ -347,8 +391,8 @@ bool GroupRun::any_pipe_open() const {
 Supervisor::Supervisor(SupervisorOptions options, SignalChannel& signals, const RankLogFiles& logs)
     : options_(options), signals_(signals), logs_(logs) {}
 
-GroupOutcome Supervisor::run(const std::vector<RankSpec>& ranks) {
-  GroupRun group(options_, signals_, logs_);
+GroupOutcome Supervisor::run(const std::vector<RankSpec>& ranks, JobEvents* job) {
+  GroupRun group(options_, signals_, logs_, job);
   return group.run(ranks);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/job_events.h"
 #include "launch/rank_log_files.h"
 #include "launch/rank_process.h"
 #include "launch/signal_channel.h"
@@ -56,11 +57,15 @@ struct GroupOutcome {
     kRankFailed,   // `failure` is the first rank that failed; the others were stopped
     kInterrupted,  // the launcher got `signal`; the ranks were stopped
     kSpawnFailed,  // a rank could not be started (`spawn_error`); the others were stopped
+    kStoppedByJob,  // another node failed or ended the job (`reason`); the ranks were stopped
+    kJobLost,       // the rendezvous store is gone (`reason`); the ranks were stopped
   };
   Kind kind = Kind::kSucceeded;
   std::optional<RankExit> failure;
   int signal = 0;
   std::optional<SpawnError> spawn_error;
+  // kStoppedByJob, kJobLost: what the job or the connection said.
+  std::string reason;
 };
 
 // Not thread-safe; one run() at a time. Holds references to `signals` and
@@ -68,13 +73,16 @@ struct GroupOutcome {
 //
 // When run() returns, every rank has been waited for and every process left
 // in a rank's process group has been sent SIGKILL, or had closed the rank's
-// output pipes after SIGTERM. A later cross-node failure detector would be one
-// more descriptor in run()'s poll set and one more reason to stop the group.
+// output pipes after SIGTERM.
 class Supervisor {
  public:
   Supervisor(SupervisorOptions options, SignalChannel& signals, const RankLogFiles& logs);
 
-  GroupOutcome run(const std::vector<RankSpec>& ranks);
+  // With `job` (multi-node), a verdict of the other nodes stops the group
+  // (kStoppedByJob), and the first failure here is reported to them; a lost
+  // connection to the job stops the group too (kJobLost). `job` must outlive
+  // the call.
+  GroupOutcome run(const std::vector<RankSpec>& ranks, JobEvents* job = nullptr);
 
  private:
   SupervisorOptions options_;

@@ -11,7 +11,6 @@
 // run completes.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -36,33 +35,6 @@ std::string data_section(const std::string& bytes) {
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
   return n + 8 <= bytes.size() ? bytes.substr(8 + n) : "";
-}
-
-// The child of `parent` whose environment has RANK=<rank>; -1 if none.
-pid_t child_with_rank(pid_t parent, int rank) {
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return -1;
-  pid_t found = -1;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    const std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
-    int ppid = 0;
-    char state = 0;
-    if (std::sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) continue;
-    const std::string env = read_all("/proc/" + std::to_string(pid) + "/environ");
-    const std::string wanted = "RANK=" + std::to_string(rank);
-    for (size_t at = 0; at < env.size();) {  // NUL-separated NAME=value entries
-      const size_t end = std::min(env.find('\0', at), env.size());
-      if (env.compare(at, end - at, wanted) == 0) found = pid;
-      at = end + 1;
-    }
-    if (found > 0) break;
-  }
-  ::closedir(proc);
-  return found;
 }
 
 std::vector<std::string> train_args(const std::string& run_dir, const std::string& max_restarts,

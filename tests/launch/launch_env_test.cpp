@@ -67,15 +67,25 @@ TEST(LaunchEnv, TheJobTokenComesFromTheEnvironmentWhenSet) {
   EXPECT_EQ(values[1]["PAISOAR_JOB_TOKEN"], "from-the-user");
 }
 
+// Node 1's launcher needs node 0's (it joins the job through its store), so
+// both run here, on 127.0.0.1.
 TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
-  RunResult r = run_paisoar(
-      probe_launch({"--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2",
-                    "--master_addr", "10.1.2.3", "--master_port", "1234"},
-                   kPrintEnv),
-      {"PAISOAR_JOB_TOKEN=shared"});
+  const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
+  auto node = [&](int k) {
+    return probe_launch({"--nnodes", "2", "--node_rank", std::to_string(k), "--nproc_per_node", "2",
+                         "--master_addr", "127.0.0.1", "--master_port", port},
+                        kPrintEnv);
+  };
+  LauncherRun node0(node(0), {"PAISOAR_JOB_TOKEN=shared"});
+  RunResult r = run_paisoar(node(1), {"PAISOAR_JOB_TOKEN=shared"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunResult r0 = node0.finish();
+  EXPECT_EQ(r0.exit_code, 0);
   auto values = values_by_rank(r.out);
   ASSERT_EQ(values.size(), 2u) << r.out;
+  // One run id for the whole job, as torchrun's.
+  EXPECT_EQ(values_by_rank(r0.out)[0]["TORCHELASTIC_RUN_ID"], values[2]["TORCHELASTIC_RUN_ID"]);
+  EXPECT_EQ(values[2]["TORCHELASTIC_RUN_ID"].size(), 16u);
   for (int rank : {2, 3}) {
     auto& v = values[rank];
     EXPECT_EQ(v["RANK"], std::to_string(rank));
@@ -83,10 +93,10 @@ TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
     EXPECT_EQ(v["WORLD_SIZE"], "4");
     EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "2");
     EXPECT_EQ(v["GROUP_RANK"], "1");
-    EXPECT_EQ(v["MASTER_ADDR"], "10.1.2.3");
-    EXPECT_EQ(v["MASTER_PORT"], "1235");
-    EXPECT_EQ(v["PAISOAR_STORE_ADDR"], "10.1.2.3");  // node 0's launcher; this one hosts none
-    EXPECT_EQ(v["PAISOAR_STORE_PORT"], "1234");
+    EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(v["MASTER_PORT"], std::to_string(std::stoi(port) + 1));
+    EXPECT_EQ(v["PAISOAR_STORE_ADDR"], "127.0.0.1");  // node 0's launcher; this one hosts none
+    EXPECT_EQ(v["PAISOAR_STORE_PORT"], port);
     EXPECT_EQ(v["PAISOAR_JOB_TOKEN"], "shared");
   }
 }

@@ -39,6 +39,7 @@ TEST(LaunchOptions, DefaultsMatchTorchrun) {
   EXPECT_TRUE(o.prefix_output);
   EXPECT_DOUBLE_EQ(o.grace_period_s, 5.0);
   EXPECT_DOUBLE_EQ(o.heartbeat_timeout_s, 0.0);
+  EXPECT_DOUBLE_EQ(o.join_timeout_s, 60.0);
   EXPECT_FALSE(o.omp_num_threads.has_value());
   EXPECT_EQ(o.program, std::vector<std::string>{"./train"});
 }
@@ -115,6 +116,9 @@ TEST(LaunchOptions, ErrorsNameTheFlag) {
   EXPECT_NE(usage_error({"--heartbeat_timeout", "-1", "p"}).find("--heartbeat_timeout"),
             std::string::npos);
   EXPECT_DOUBLE_EQ(parse({"--heartbeat-timeout=2.5", "p"})->heartbeat_timeout_s, 2.5);
+  EXPECT_NE(usage_error({"--join_timeout", "0", "p"}).find("--join_timeout must be more than 0"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(parse({"--join-timeout=0.5", "p"})->join_timeout_s, 0.5);
   EXPECT_NE(usage_error({"--nproc_per_node", "2"}).find("no program"), std::string::npos);
   EXPECT_NE(usage_error({"--bogus", "p"}).find("--bogus"), std::string::npos);
 }

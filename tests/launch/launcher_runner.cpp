@@ -1,6 +1,7 @@
 // LauncherRun and the parsing helpers of the launcher tests.
 #include "launcher_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -190,6 +194,36 @@ bool wait_until_dead(pid_t pid, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+pid_t child_with_rank(pid_t parent, int rank) {
+  const auto read_all = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return -1;
+  pid_t found = -1;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    const std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) continue;
+    const std::string env = read_all("/proc/" + std::to_string(pid) + "/environ");
+    const std::string wanted = "RANK=" + std::to_string(rank);
+    for (size_t at = 0; at < env.size();) {  // NUL-separated NAME=value entries
+      const size_t end = std::min(env.find('\0', at), env.size());
+      if (env.compare(at, end - at, wanted) == 0) found = pid;
+      at = end + 1;
+    }
+    if (found > 0) break;
+  }
+  ::closedir(proc);
+  return found;
 }
 
 std::string make_temp_dir() {

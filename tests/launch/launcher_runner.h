@@ -75,6 +75,9 @@ bool process_alive(pid_t pid);
 // Waits up to `timeout_s` for `pid` to be gone; true when it is.
 bool wait_until_dead(pid_t pid, double timeout_s);
 
+// The child of `parent` (a launcher) whose environment has RANK=<rank>; -1 if none.
+pid_t child_with_rank(pid_t parent, int rank);
+
 // A fresh empty directory under the system temp dir.
 std::string make_temp_dir();
 

@@ -100,6 +100,19 @@ TEST(StoreState, ADroppedConnectionIsNotAnswered) {
   EXPECT_TRUE(s.apply(1, req(QueryType::kSet, {"/k"}, "v")).replies.empty());
 }
 
+TEST(StoreState, ConnectionKeysGoWithTheirConnection) {
+  StoreState s;
+  const std::string alive = std::string(kConnectionKeyPrefix) + "node_1";
+  s.apply(1, req(QueryType::kSet, {alive}, "host pid 1"));
+  s.apply(1, req(QueryType::kSet, {"/other"}, "kept"));
+  s.apply(2, req(QueryType::kSet, {std::string(kConnectionKeyPrefix) + "node_2"}, "host pid 2"));
+  EXPECT_EQ(s.num_keys(), 3u);
+  s.drop(1);
+  EXPECT_EQ(only_reply(s.apply(3, req(QueryType::kCheck, {alive})), 3), encode_check_reply(false));
+  EXPECT_EQ(only_reply(s.apply(3, req(QueryType::kCheck, {"/other"})), 3), encode_check_reply(true));
+  EXPECT_EQ(s.num_keys(), 2u) << "only the closed connection's own key goes";
+}
+
 TEST(StoreState, UnanswerableRequestsCloseTheSender) {
   StoreState s;
   EXPECT_TRUE(s.apply(1, req(QueryType::kGet, {"/missing"})).close_sender);  // c10d: at() throws
