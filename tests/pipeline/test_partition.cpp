@@ -62,8 +62,12 @@ void expect_valid(const PartitionPlan& plan, const std::vector<LayerCost>& costs
   EXPECT_EQ(plan.stages.back().end, static_cast<int>(costs.size()));
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     EXPECT_LT(plan.stages[s].begin, plan.stages[s].end);
-    if (s > 0) EXPECT_EQ(plan.stages[s].begin, plan.stages[s - 1].end);
-    if (limit > 0) EXPECT_LE(plan.stages[s].memory_bytes, limit);
+    if (s > 0) {
+      EXPECT_EQ(plan.stages[s].begin, plan.stages[s - 1].end);
+    }
+    if (limit > 0) {
+      EXPECT_LE(plan.stages[s].memory_bytes, limit);
+    }
   }
 }
 

@@ -48,13 +48,13 @@ void expect_pipeline_matches(int stages, int micro_batches, Schedule schedule, i
   std::mutex mutex;
   auto whole = seeded_model(mutex, make_pipeline_mlp, kSeed);
   torch::optim::SGD whole_opt(whole->parameters(), kLr);
-  std::vector<testing::Reference> refs;
+  std::vector<paisoar::testing::Reference> refs;
   for (const auto& b : batches) {
     refs.push_back(reference_step(whole, b.x, b.y));
     whole_opt.step();
   }
   const PartitionPlan plan = plan_for(stages);
-  testing::run_ranks(stages, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+  paisoar::testing::run_ranks(stages, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
     auto model = seeded_model(mutex, make_pipeline_mlp, kSeed);
     PipelineOptions options;
     options.micro_batches = micro_batches;
@@ -122,7 +122,7 @@ TEST(PipelineEquivalenceMesh, TwoPipelinesAcrossADataDimensionMatchTheWholeBatch
   std::mutex mutex;
   const auto ref = reference_step(seeded_model(mutex, make_pipeline_mlp, kSeed), x, y);
   const PartitionPlan plan = plan_for(2);
-  testing::run_ranks(4, [&](int rank, std::shared_ptr<comm::Communicator> world) {
+  paisoar::testing::run_ranks(4, [&](int rank, std::shared_ptr<comm::Communicator> world) {
     comm::DeviceMesh mesh(world, {2, 2}, {"data", "pipe"});
     const int replica = mesh.coordinate()[0];
     auto model = seeded_model(mutex, make_pipeline_mlp, kSeed);
@@ -145,7 +145,7 @@ TEST(PipelineEquivalenceSingle, OneStageIsPlainGradientAccumulation) {
   std::mutex mutex;
   const auto ref = reference_step(seeded_model(mutex, make_pipeline_mlp, kSeed), batches[0].x, batches[0].y);
   std::vector<LayerCost> unit(7, LayerCost{"", 1.0, 1});
-  testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
+  paisoar::testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
     PipelineOptions options;
     options.micro_batches = 3;
     Pipeline pipe(seeded_model(mutex, make_pipeline_mlp, kSeed), partition_layers(unit, 1), comm, pipeline_loss,

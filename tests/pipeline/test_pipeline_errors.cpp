@@ -35,7 +35,10 @@ PipelineOptions with(int micro_batches, Schedule schedule = Schedule::OneFOneB) 
 struct ThrowInBackwardImpl : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) {
     x = x * 1.0;
-    x.register_hook([](torch::Tensor) -> torch::Tensor { TORCH_CHECK(false, "backward exploded"); });
+    x.register_hook([](torch::Tensor g) -> torch::Tensor {
+      TORCH_CHECK(false, "backward exploded");
+      return g;
+    });
     return x;
   }
 };
@@ -105,10 +108,10 @@ TEST(PipelineErrors, BadBatchesFailOnEveryRankAndTheNextStepWorks) {
   torch::manual_seed(1);
   const torch::Tensor x = torch::randn({8, 8}), y = torch::randint(4, {8});
   std::vector<std::string> too_few(3), no_target(3), not_scalar(3);
-  testing::run_ranks(3, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+  paisoar::testing::run_ranks(3, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
     auto loss_fn = [](const torch::Tensor& out, const torch::Tensor& target) {
       // A per-row loss when the targets are flagged by a negative first class.
-      if (target[0].item<int64_t>() < 0) return torch::cross_entropy_loss(out, -target - 1, {}, torch::Reduction::None);
+      if (target[0].item<int64_t>() < 0) return torch::cross_entropy_loss(out, -target - 1, {}, at::Reduction::None);
       return torch::cross_entropy_loss(out, target);
     };
     Pipeline pipe(make_pipeline_mlp(), plan_of(7, {0, 2, 5, 7}), comm, loss_fn, with(4));
