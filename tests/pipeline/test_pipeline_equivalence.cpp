@@ -155,3 +155,42 @@ TEST(PipelineEquivalenceSingle, OneStageIsPlainGradientAccumulation) {
     expect_grads_match(*pipe.module(), ref, kRtol, kAtol);
   });
 }
+
+TEST(PipelineEquivalenceFactory, EachRankBuildsOnlyItsLayersAndMatches) {
+  namespace nn = torch::nn;
+  // Layer i is seeded by its index, so a rank can build it alone.
+  auto make_layer = [](int i) -> nn::AnyModule {
+    torch::manual_seed(200 + i);
+    switch (i) {
+      case 0: return nn::AnyModule(nn::Linear(8, 16));
+      case 1: return nn::AnyModule(nn::Tanh());
+      case 2: return nn::AnyModule(nn::Linear(16, 16));
+      case 3: return nn::AnyModule(nn::Tanh());
+      default: return nn::AnyModule(nn::Linear(16, 4));
+    }
+  };
+  std::vector<LayerCost> costs(5, LayerCost{"", 1.0, 1});
+  const PartitionPlan plan = partition_layers(costs, 3);
+  std::mutex mutex;
+  nn::Sequential whole;
+  for (int i = 0; i < 5; ++i) whole->push_back(std::to_string(i), make_layer(i));
+  const auto batches = make_batches(8, 4);
+  const auto ref = reference_step(whole, batches[0].x, batches[0].y);
+  paisoar::testing::run_ranks(3, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    std::vector<int> built;
+    nn::Sequential stage;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stage = build_stage([&](int i) { built.push_back(i); return make_layer(i); }, plan, rank);
+    }
+    std::vector<int> want;
+    for (int i = plan.stages[rank].begin; i < plan.stages[rank].end; ++i) want.push_back(i);
+    EXPECT_EQ(built, want);
+    PipelineOptions options;
+    options.micro_batches = 4;
+    Pipeline pipe(stage, comm, pipeline_loss, options);
+    torch::Tensor loss = pipe.step(batches[0].x, batches[0].y);
+    EXPECT_NEAR(loss.item<double>(), ref.loss, kRtol * ref.loss);
+    expect_grads_match(*pipe.module(), ref, kRtol, kAtol);
+  });
+}
