@@ -62,8 +62,11 @@ void Pipeline::check_agreement(int first_layer, int end_layer) {
   torch::Tensor mine = torch::tensor({static_cast<int64_t>(options_.micro_batches),
                                       static_cast<int64_t>(options_.schedule),
                                       static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer)});
-  torch::Tensor all = torch::empty({stages_ * kFields}, torch::kInt64);
-  group_->allgather_into(all, mine).wait();
+  // allgather (c10d's own tags), not allgather_into (pairwise tags): see pipeline_step.cpp.
+  torch::Tensor all = torch::empty({stages_, kFields}, torch::kInt64);
+  std::vector<torch::Tensor> rows;
+  for (int r = 0; r < stages_; ++r) rows.push_back(all[r]);
+  group_->allgather(rows, mine).wait();
   const auto* a = all.data_ptr<int64_t>();
   auto field = [&](int rank, int f) { return a[rank * kFields + f]; };
   std::ostringstream problems;

@@ -174,8 +174,13 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
   torch::Tensor mine = torch::tensor({error.empty() ? 0.0 : 1.0, loss_sum.item<double>()}, torch::kFloat64);
   torch::Tensor all = mine;
   if (stages_ > 1) {
-    all = torch::empty({2 * stages_}, torch::kFloat64);
-    group_->allgather_into(all, mine).wait();
+    // c10d's allgather: its tags do not depend on how many sends and recvs each
+    // rank issued, which differ between stages (allgather_into's did, before the
+    // comm fix of the same branch).
+    all = torch::empty({stages_, 2}, torch::kFloat64);
+    std::vector<torch::Tensor> rows;
+    for (int r = 0; r < stages_; ++r) rows.push_back(all[r]);
+    group_->allgather(rows, mine).wait();
   }
   const auto* a = all.data_ptr<double>();
   int first_failed = -1;
