@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -58,7 +59,15 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
   stats_ = PipelineStepStats{};
   const int micro_batches = options_.micro_batches;
   const torch::Device device = stage_device(module_);
-  detail::StageLink link(group_);
+  // Every receive of the step is posted now (see stage_link.h).
+  detail::Outbox outbox(group_);
+  std::optional<detail::Inbox> from_prev, from_next;
+  if (!is_first()) from_prev.emplace(group_, stage_ - 1, Channel::Activation, micro_batches, device);
+  if (!is_last()) from_next.emplace(group_, stage_ + 1, Channel::Gradient, micro_batches, device);
+  auto poll = [&] {
+    if (from_prev) from_prev->poll();
+    if (from_next) from_next->poll();
+  };
   std::string error;  // the first failure this stage made or heard of; "" while all is well
   auto fail = [&](const std::string& what) {
     if (error.empty()) error = description_ + " failed " + what;
@@ -84,12 +93,13 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
 
   for (const PipelineOp& op : ops_) {
     const int m = op.micro_batch;
+    poll();
     if (op.type == PipelineOp::Type::Forward) {
       torch::Tensor x;
       if (is_first()) {
         if (error.empty()) x = inputs[m];
       } else {
-        detail::Message msg = link.recv(stage_ - 1, Channel::Activation, device);
+        detail::Message msg = from_prev->take();
         if (msg.failed && error.empty()) error = msg.error;
         x = msg.tensor;
       }
@@ -121,9 +131,9 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
       stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++in_flight);
       if (!is_last()) {
         if (error.empty()) {
-          link.send_tensor(y.detach(), stage_ + 1, Channel::Activation);
+          outbox.send_tensor(y.detach(), stage_ + 1, Channel::Activation);
         } else {
-          link.send_error(error, stage_ + 1, Channel::Activation);
+          outbox.send_error(error, stage_ + 1, Channel::Activation);
         }
       }
       continue;
@@ -131,7 +141,7 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
     // Backward
     torch::Tensor grad_out;
     if (!is_last()) {
-      detail::Message msg = link.recv(stage_ + 1, Channel::Gradient, device);
+      detail::Message msg = from_next->take();
       if (msg.failed && error.empty()) error = msg.error;
       grad_out = msg.tensor;
     }
@@ -161,13 +171,13 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
     --in_flight;
     if (!is_first()) {
       if (error.empty()) {
-        link.send_tensor(grad_in, stage_ - 1, Channel::Gradient);
+        outbox.send_tensor(grad_in, stage_ - 1, Channel::Gradient);
       } else {
-        link.send_error(error, stage_ - 1, Channel::Gradient);
+        outbox.send_error(error, stage_ - 1, Channel::Gradient);
       }
     }
   }
-  link.wait_sends();
+  outbox.wait();
 
   // Every rank learns whether any stage failed (a failure in the last backward
   // of stage 0 reaches nobody else through the pipeline) and the loss.
