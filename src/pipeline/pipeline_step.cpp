@@ -2,16 +2,16 @@
 // (a layer's exception, a bad shape, too few rows) does not stop the list:
 // the stage goes on answering its neighbours with the error instead of
 // tensors, so every rank reaches the end of the step, where one allgather
-// tells all of them whether to return the loss or throw the first error.
+// (step_outcome.h) tells all of them whether to return the loss or throw.
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <sstream>
 
 #include "paisoar/pipeline/pipeline.h"
 #include "src/pipeline/stage_link.h"
+#include "src/pipeline/step_outcome.h"
 
 namespace paisoar::pipeline {
 namespace {
@@ -28,6 +28,11 @@ std::string describe(const torch::Tensor& t) {
   std::ostringstream out;
   out << t.sizes() << " (" << t.scalar_type() << ")";
   return out.str();
+}
+
+std::string message_of(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  return c10 ? c10->what_without_backtrace() : e.what();
 }
 
 // Splits `batch` into `parts` chunks along dim 0; returns an error text or "".
@@ -54,165 +59,177 @@ torch::Device stage_device(const torch::nn::Sequential& module) {
 
 }  // namespace
 
-torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& target) {
-  const auto step_start = Clock::now();
-  stats_ = PipelineStepStats{};
-  const int micro_batches = options_.micro_batches;
-  const torch::Device device = stage_device(module_);
-  // Every receive of the step is posted now (see stage_link.h).
-  detail::Outbox outbox(group_);
-  std::optional<detail::Inbox> from_prev, from_next;
-  if (!is_first()) from_prev.emplace(group_, stage_ - 1, Channel::Activation, micro_batches, device);
-  if (!is_last()) from_next.emplace(group_, stage_ + 1, Channel::Gradient, micro_batches, device);
-  auto poll = [&] {
-    if (from_prev) from_prev->poll();
-    if (from_next) from_next->poll();
-  };
-  std::string error;  // the first failure this stage made or heard of; "" while all is well
-  auto fail = [&](const std::string& what) {
-    if (error.empty()) error = description_ + " failed " + what;
-  };
-
-  std::vector<torch::Tensor> inputs, targets;
-  if (is_first()) {
-    std::string why = split_batch(input, micro_batches, "input", &inputs);
-    if (!why.empty()) fail("before the first micro-batch: " + why);
-  }
-  int64_t target_rows = 0;
-  if (is_last()) {
-    std::string why = split_batch(target, micro_batches, "target", &targets);
-    if (!why.empty()) fail("before the first micro-batch: " + why);
-    if (why.empty()) target_rows = target.size(0);
-  }
-
-  // saved_in[m] / saved_out[m]: micro-batch m's stage input and output (the
-  // weighted loss on the last stage), held from its forward to its backward.
-  std::vector<torch::Tensor> saved_in(micro_batches), saved_out(micro_batches);
-  torch::Tensor loss_sum = torch::zeros({}, torch::kFloat64);
-  int in_flight = 0;
-
-  for (const PipelineOp& op : ops_) {
-    const int m = op.micro_batch;
-    poll();
-    if (op.type == PipelineOp::Type::Forward) {
-      torch::Tensor x;
-      if (is_first()) {
-        if (error.empty()) x = inputs[m];
-      } else {
-        detail::Message msg = from_prev->take();
-        if (msg.failed && error.empty()) error = msg.error;
-        x = msg.tensor;
-      }
-      torch::Tensor y;
-      if (error.empty()) {
-        const auto start = Clock::now();
-        try {
-          torch::Tensor in = x;
-          if (!is_first() && in.is_floating_point()) in.requires_grad_(true);
-          y = module_->forward(in);
-          saved_in[m] = in;
-          if (is_last()) {
-            torch::Tensor loss = loss_fn_(y, targets[m]);
-            TORCH_CHECK(loss.defined() && loss.numel() == 1, "the loss function returned ",
-                        describe(loss), "; it must return one element (a mean or a sum)");
-            const double weight = static_cast<double>(targets[m].size(0)) / target_rows;
-            saved_out[m] = loss.reshape({}) * weight;
-            loss_sum += saved_out[m].detach().to(torch::kCPU, torch::kFloat64);
-          } else {
-            saved_out[m] = y;
-          }
-        } catch (const std::exception& e) {
-          const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-          fail("in the forward of micro-batch " + std::to_string(m) + " on an input of shape " +
-               describe(x) + ": " + (c10 ? c10->what_without_backtrace() : e.what()));
-        }
-        stats_.compute_s += seconds_since(start);
-      }
-      stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++in_flight);
-      if (!is_last()) {
-        if (error.empty()) {
-          outbox.send_tensor(y.detach(), stage_ + 1, Channel::Activation);
-        } else {
-          outbox.send_error(error, stage_ + 1, Channel::Activation);
-        }
-      }
-      continue;
+// One step on this stage: the micro-batches, what each holds between its
+// forward and backward, the messages, and the first error. Lives inside step().
+class Pipeline::StepRun {
+ public:
+  StepRun(Pipeline& pipe, const torch::Tensor& input, const torch::Tensor& target)
+      : p_(pipe), m_(pipe.options_.micro_batches), outbox_(pipe.group_),
+        saved_in_(m_), saved_out_(m_) {
+    const torch::Device device = stage_device(p_.module_);
+    // Every receive of the step is posted now (see stage_link.h).
+    if (!p_.is_first()) from_prev_.emplace(p_.group_, p_.stage_ - 1, Channel::Activation, m_, device);
+    if (!p_.is_last()) from_next_.emplace(p_.group_, p_.stage_ + 1, Channel::Gradient, m_, device);
+    if (p_.is_first()) {
+      const std::string why = split_batch(input, m_, "input", &inputs_);
+      if (!why.empty()) fail("before the first micro-batch: " + why);
     }
-    // Backward
+    if (p_.is_last()) {
+      const std::string why = split_batch(target, m_, "target", &targets_);
+      if (!why.empty()) fail("before the first micro-batch: " + why);
+      if (why.empty()) target_rows_ = target.size(0);
+    }
+  }
+
+  void run(const PipelineOp& op) {
+    if (from_prev_) from_prev_->poll();
+    if (from_next_) from_next_->poll();
+    op.type == PipelineOp::Type::Forward ? forward(op.micro_batch) : backward(op.micro_batch);
+  }
+
+  // Waits for the sends, then agrees with every stage on the outcome.
+  torch::Tensor finish() {
+    outbox_.wait();
+    // One device-to-host copy per step, not one per micro-batch.
+    const double loss = error_.empty() && loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
+    const detail::StepOutcome outcome = detail::agree_on_outcome(*p_.group_, error_, loss);
+    p_.stats_.peak_in_flight = peak_in_flight_;
+    TORCH_CHECK(!outcome.failed, "pipeline step failed: ", outcome.error,
+                outcome.failed_rank == p_.stage_ && own_error_
+                    ? ""
+                    : "\n  (" + p_.description_ + " stopped its step because of it)");
+    if (p_.is_last()) return torch::tensor(loss, torch::kFloat64);
+    if (!p_.options_.broadcast_loss) return torch::Tensor();
+    return torch::tensor(outcome.loss, torch::kFloat64);
+  }
+
+ private:
+  void fail(const std::string& what) {
+    if (!error_.empty()) return;
+    error_ = p_.description_ + " failed " + what;
+    own_error_ = true;
+  }
+  void adopt(detail::Message& msg) {
+    if (msg.failed && error_.empty()) error_ = msg.error;
+  }
+
+  void forward(int m) {
+    torch::Tensor x;
+    if (p_.is_first()) {
+      if (error_.empty()) x = inputs_[m];
+    } else {
+      detail::Message msg = from_prev_->take();
+      adopt(msg);
+      x = msg.tensor;
+    }
+    torch::Tensor y;
+    if (error_.empty()) {
+      const auto start = Clock::now();
+      try {
+        y = compute_forward(m, x);
+      } catch (const std::exception& e) {
+        fail("in the forward of micro-batch " + std::to_string(m) + " on an input of shape " +
+             describe(x) + ": " + message_of(e));
+      }
+      p_.stats_.compute_s += seconds_since(start);
+    }
+    peak_in_flight_ = std::max(peak_in_flight_, ++in_flight_);
+    if (p_.is_last()) return;
+    if (error_.empty()) {
+      outbox_.send_tensor(y.detach(), p_.stage_ + 1, Channel::Activation);
+    } else {
+      outbox_.send_error(error_, p_.stage_ + 1, Channel::Activation);
+    }
+  }
+
+  // The stage's forward (and the weighted loss on the last stage); returns the output.
+  torch::Tensor compute_forward(int m, torch::Tensor in) {
+    if (!p_.is_first() && in.is_floating_point()) in.requires_grad_(true);
+    torch::Tensor y = p_.module_->forward(in);
+    saved_in_[m] = in;
+    saved_out_[m] = y;
+    if (p_.is_last()) {
+      torch::Tensor loss = p_.loss_fn_(y, targets_[m]);
+      TORCH_CHECK(loss.defined() && loss.numel() == 1, "the loss function returned ", describe(loss),
+                  "; it must return one element (a mean or a sum)");
+      // Weighted by rows: a mean-reduced loss then gives the whole batch's gradients.
+      const double weight = static_cast<double>(targets_[m].size(0)) / target_rows_;
+      saved_out_[m] = loss.reshape({}) * weight;
+      loss_sum_ = loss_sum_.defined() ? loss_sum_ + saved_out_[m].detach() : saved_out_[m].detach();
+    }
+    return y;
+  }
+
+  void backward(int m) {
     torch::Tensor grad_out;
-    if (!is_last()) {
-      detail::Message msg = from_next->take();
-      if (msg.failed && error.empty()) error = msg.error;
+    if (!p_.is_last()) {
+      detail::Message msg = from_next_->take();
+      adopt(msg);
       grad_out = msg.tensor;
     }
     torch::Tensor grad_in;
-    if (error.empty()) {
+    if (error_.empty()) {
       const auto start = Clock::now();
       try {
-        const torch::Tensor& out = saved_out[m];
-        if (!is_last()) {
-          TORCH_CHECK(grad_out.sizes() == out.sizes() && grad_out.scalar_type() == out.scalar_type(),
-                      "the gradient from stage ", stage_ + 1, " is ", describe(grad_out),
-                      " but this stage's output was ", describe(out));
-        }
-        if (out.requires_grad()) is_last() ? out.backward() : out.backward(grad_out);
-        if (!is_first()) {
-          grad_in = saved_in[m].grad().defined() ? saved_in[m].grad() : torch::zeros_like(saved_in[m]);
-        }
+        grad_in = compute_backward(m, grad_out);
       } catch (const std::exception& e) {
-        const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-        fail("in the backward of micro-batch " + std::to_string(m) + ": " +
-             (c10 ? c10->what_without_backtrace() : e.what()));
+        fail("in the backward of micro-batch " + std::to_string(m) + ": " + message_of(e));
       }
-      stats_.compute_s += seconds_since(start);
+      p_.stats_.compute_s += seconds_since(start);
     }
-    saved_in[m] = torch::Tensor();
-    saved_out[m] = torch::Tensor();
-    --in_flight;
-    if (!is_first()) {
-      if (error.empty()) {
-        outbox.send_tensor(grad_in, stage_ - 1, Channel::Gradient);
-      } else {
-        outbox.send_error(error, stage_ - 1, Channel::Gradient);
-      }
+    saved_in_[m] = saved_out_[m] = torch::Tensor();
+    --in_flight_;
+    if (p_.is_first()) return;
+    if (error_.empty()) {
+      outbox_.send_tensor(grad_in, p_.stage_ - 1, Channel::Gradient);
+    } else {
+      outbox_.send_error(error_, p_.stage_ - 1, Channel::Gradient);
     }
   }
-  outbox.wait();
 
-  // Every rank learns whether any stage failed (a failure in the last backward
-  // of stage 0 reaches nobody else through the pipeline) and the loss.
-  torch::Tensor mine = torch::tensor({error.empty() ? 0.0 : 1.0, loss_sum.item<double>()}, torch::kFloat64);
-  torch::Tensor all = mine;
-  if (stages_ > 1) {
-    // c10d's allgather: its tags do not depend on how many sends and recvs each
-    // rank issued, which differ between stages (allgather_into's did, before the
-    // comm fix of the same branch).
-    all = torch::empty({stages_, 2}, torch::kFloat64);
-    std::vector<torch::Tensor> rows;
-    for (int r = 0; r < stages_; ++r) rows.push_back(all[r]);
-    group_->allgather(rows, mine).wait();
+  // Backpropagates micro-batch m's output; returns the gradient of its input
+  // (undefined on the first stage).
+  torch::Tensor compute_backward(int m, const torch::Tensor& grad_out) {
+    const torch::Tensor& out = saved_out_[m];
+    if (!p_.is_last()) {
+      TORCH_CHECK(grad_out.sizes() == out.sizes() && grad_out.scalar_type() == out.scalar_type(),
+                  "the gradient from stage ", p_.stage_ + 1, " is ", describe(grad_out),
+                  " but this stage's output was ", describe(out));
+    }
+    if (out.requires_grad()) p_.is_last() ? out.backward() : out.backward(grad_out);
+    if (p_.is_first()) return torch::Tensor();
+    const torch::Tensor& in = saved_in_[m];
+    return in.grad().defined() ? in.grad() : torch::zeros_like(in);
   }
-  const auto* a = all.data_ptr<double>();
-  int first_failed = -1;
-  for (int r = 0; r < stages_ && first_failed < 0; ++r) {
-    if (a[2 * r] != 0) first_failed = r;
+
+  Pipeline& p_;
+  const int m_;
+  detail::Outbox outbox_;
+  std::optional<detail::Inbox> from_prev_, from_next_;
+  std::vector<torch::Tensor> inputs_, targets_;  // first / last stage: the micro-batches
+  int64_t target_rows_ = 0;
+  // saved_in_[m] / saved_out_[m]: micro-batch m's stage input and output (the
+  // weighted loss on the last stage), held from its forward to its backward.
+  std::vector<torch::Tensor> saved_in_, saved_out_;
+  torch::Tensor loss_sum_;  // last stage: the weighted losses so far, on the stage's device
+  int in_flight_ = 0, peak_in_flight_ = 0;
+  std::string error_;       // the first failure this stage made or heard of; "" while all is well
+  bool own_error_ = false;  // error_ is this stage's own
+};
+
+torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& target) {
+  const auto start = Clock::now();
+  stats_ = PipelineStepStats{};
+  StepRun run(*this, input, target);
+  for (const PipelineOp& op : ops_) run.run(op);
+  try {
+    torch::Tensor loss = run.finish();
+    stats_.step_s = seconds_since(start);
+    return loss;
+  } catch (...) {
+    stats_.step_s = seconds_since(start);
+    throw;
   }
-  if (first_failed >= 0) {
-    // The first failed rank's text goes to all: its length, then its bytes.
-    torch::Tensor length = torch::tensor({static_cast<int64_t>(error.size())}, torch::kInt64);
-    if (stages_ > 1) group_->broadcast(length, first_failed).wait();
-    torch::Tensor bytes = torch::empty({length.item<int64_t>()}, torch::kUInt8);
-    if (stage_ == first_failed) std::memcpy(bytes.data_ptr(), error.data(), error.size());
-    if (stages_ > 1 && bytes.numel() > 0) group_->broadcast(bytes, first_failed).wait();
-    std::string text(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
-    stats_.step_s = seconds_since(step_start);
-    TORCH_CHECK(false, "pipeline step failed: ", text,
-                error.empty() ? "\n  (" + description_ + " stopped its step because of it)" : "");
-  }
-  stats_.step_s = seconds_since(step_start);
-  if (is_last()) return loss_sum;
-  if (!options_.broadcast_loss) return torch::Tensor();
-  return torch::tensor(a[2 * (stages_ - 1) + 1], torch::kFloat64);
 }
 
 }  // namespace paisoar::pipeline

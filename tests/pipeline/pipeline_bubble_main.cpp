@@ -5,6 +5,11 @@
 // executor's own overhead. Per step: bubble = 1 - sum(compute) / (P * slowest
 // step). Prints one row per (schedule, M), the median over steps.
 //   usage: pipeline_bubble [P=4] [forward_ms=4] [steps=5]
+//   build (from the repository root, after a build of libpaisoar in build/):
+//   g++ -std=c++17 -O2 -DUSE_C10D_GLOO -Iinclude -Ibuild/include -I. \
+//     -isystem /usr/include/torch/csrc/api/include tests/pipeline/pipeline_bubble_main.cpp \
+//     -Lbuild/lib -Wl,-rpath,$PWD/build/lib -lpaisoar -ltorch -ltorch_cpu -lc10 -pthread -o pipeline_bubble
+// Figures and the machine they came from: docs/PIPELINE.md, "Measured bubble".
 #include <torch/torch.h>
 
 #include <algorithm>

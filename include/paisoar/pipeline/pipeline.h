@@ -83,6 +83,7 @@ class Pipeline {
   Pipeline(torch::nn::Sequential stage, int first_layer, int end_layer,
            std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options);
   void check_agreement(int first_layer, int end_layer);
+  class StepRun;  // one step's state on this stage (pipeline_step.cpp)
 
   torch::nn::Sequential module_;
   std::shared_ptr<comm::Communicator> group_;
