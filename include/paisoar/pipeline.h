@@ -5,6 +5,7 @@
 #include "paisoar/pipeline/layer_cost.h"
 #include "paisoar/pipeline/partition.h"
 #include "paisoar/pipeline/pipeline.h"
+#include "paisoar/pipeline/plan_broadcast.h"
 #include "paisoar/pipeline/schedule.h"
 #include "paisoar/pipeline/schedule_sim.h"
 #include "paisoar/pipeline/stage_builder.h"

@@ -93,6 +93,23 @@ TEST(PipelineErrors, RanksThatDisagreeOnOptionsOrSplitFailAtConstruction) {
   expect_every_rank_failed(errors, {"stage 0 ends before layer 3 but stage 1 starts at layer 2"});
 }
 
+TEST(PipelineErrors, BroadcastPlanGivesEveryRankTheRootsPlan) {
+  // Per-rank profiles differ; the broadcast plan is rank 0's everywhere, and the pipeline accepts it.
+  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    std::vector<LayerCost> costs(7, LayerCost{"layer", 1.0, 10});
+    costs[rank == 0 ? 1 : 5].time_s = 9.0;
+    const PartitionPlan local = partition_layers(costs, 2, 100);
+    const PartitionPlan plan = broadcast_plan(local, *comm);
+    ASSERT_EQ(plan.stages.size(), 2u);
+    EXPECT_EQ(plan.stages[0].end, 2);  // rank 0's: the heavy layer 1 ends stage 0
+    EXPECT_EQ(plan.stages[1].time_s, 5.0);
+    EXPECT_EQ(plan.stages[0].memory_bytes, 20);
+    EXPECT_EQ(plan.memory_limit_bytes, 100);
+    Pipeline pipe(make_pipeline_mlp(), plan, comm, pipeline_loss, with(2));
+    pipe.step(torch::randn({4, 8}), torch::randint(4, {4}));
+  });
+}
+
 TEST(PipelineErrors, APlanForAnotherStageCountOrModelIsRejected) {
   auto errors = rank_errors(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
     Pipeline pipe(make_pipeline_mlp(), plan_of(7, {0, 2, 5, 7}), comm, pipeline_loss);
