@@ -109,6 +109,12 @@ class Pipeline::StepRun {
     error_ = p_.description_ + " failed " + what;
     own_error_ = true;
   }
+  detail::Message take(detail::Inbox& inbox) {
+    const auto start = Clock::now();
+    detail::Message msg = inbox.take();
+    p_.stats_.recv_wait_s += seconds_since(start);
+    return msg;
+  }
   void adopt(detail::Message& msg) {
     if (msg.failed && error_.empty()) error_ = msg.error;
   }
@@ -118,7 +124,7 @@ class Pipeline::StepRun {
     if (p_.is_first()) {
       if (error_.empty()) x = inputs_[m];
     } else {
-      detail::Message msg = from_prev_->take();
+      detail::Message msg = take(*from_prev_);
       adopt(msg);
       x = msg.tensor;
     }
@@ -163,7 +169,7 @@ class Pipeline::StepRun {
   void backward(int m) {
     torch::Tensor grad_out;
     if (!p_.is_last()) {
-      detail::Message msg = from_next_->take();
+      detail::Message msg = take(*from_next_);
       adopt(msg);
       grad_out = msg.tensor;
     }

@@ -34,6 +34,7 @@ struct PipelineOptions {
 struct PipelineStepStats {
   double step_s = 0;       // wall time of step()
   double compute_s = 0;    // time in this stage's forward, loss and backward
+  double recv_wait_s = 0;  // time blocked waiting for a neighbour's activation or gradient
   int peak_in_flight = 0;  // most micro-batches whose activations were held at once
   // 1 - compute / step: the share of the step this stage waited (bubble and communication).
   double idle_fraction() const { return step_s > 0 ? 1.0 - compute_s / step_s : 0.0; }
