@@ -108,7 +108,10 @@ void check_peer(const detail::GroupState& s, const std::string& ctx, int peer, i
 
 Work Communicator::send(torch::Tensor tensor, int peer, int tag) {
   auto& s = *state_;
-  ++s.issued;  // point to point: not checked across all ranks
+  // Point to point does not count as a collective: ranks issue different numbers
+  // of sends and recvs (a pipeline's middle stage twice its ends'), and the tags
+  // of pairwise exchanges (reduce_scatter, allgather_into) carry `issued`, which
+  // must agree on every rank. Errors name the last collective's number.
   std::string ctx = s.describe("send to " + std::to_string(peer));
   check_peer(s, ctx, peer, tag);
   auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
@@ -120,8 +123,7 @@ Work Communicator::send(torch::Tensor tensor, int peer, int tag) {
 
 Work Communicator::recv(torch::Tensor tensor, int peer, int tag) {
   auto& s = *state_;
-  ++s.issued;
-  std::string ctx = s.describe("recv from " + std::to_string(peer));
+  std::string ctx = s.describe("recv from " + std::to_string(peer));  // not counted: see send
   check_peer(s, ctx, peer, tag);
   auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
   at::Tensor buf = stage_output(tensor, *work);

@@ -41,7 +41,7 @@ struct GroupState {
   // the caller dropped its Work (see keep_until_complete).
   std::vector<std::shared_ptr<WorkImpl>> in_flight;
   int64_t groups_created = 0;
-  int64_t issued = 0;  // collectives issued so far; numbers them in errors
+  int64_t issued = 0;  // collectives (not send/recv) issued so far; numbers them in errors and tags
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);

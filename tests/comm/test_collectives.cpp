@@ -264,3 +264,26 @@ TEST(CollectivesMisc, ManyOutstandingWorksCompleteInIssueOrder) {
 }
 
 }  // namespace
+
+// Ranks that issued different numbers of sends and recvs (a pipeline's middle
+// stage issues twice its neighbours') still agree on the pairwise exchanges'
+// tags: reduce_scatter and allgather_into afterwards complete (they hung when
+// send/recv advanced the collective counter that the tags carry).
+TEST(CollectivesMisc, UnevenPointToPointDoesNotDesynchroniseLaterCollectives) {
+  run_ranks(3, [](int rank, std::shared_ptr<Communicator> comm) {
+    auto t = torch::full({4}, static_cast<float>(rank));
+    if (rank == 0) comm->send(t, 1).wait();
+    if (rank == 1) {
+      comm->recv(t, 0).wait();
+      comm->send(t, 2).wait();
+    }
+    if (rank == 2) comm->recv(t, 1).wait();
+    EXPECT_TRUE(torch::equal(t, torch::zeros({4})));
+    auto all = torch::empty({3});
+    comm->allgather_into(all, torch::full({1}, static_cast<float>(rank))).wait();
+    EXPECT_TRUE(torch::equal(all, torch::arange(3, torch::kFloat)));
+    auto out = torch::empty({2});
+    comm->reduce_scatter(out, torch::ones({6}), ReduceOp::Sum).wait();
+    EXPECT_TRUE(torch::equal(out, torch::full({2}, 3.0f)));
+  });
+}

@@ -1,0 +1,40 @@
+// What one layer costs a pipeline stage: its forward+backward time and the
+// memory it holds. Given by the user, or measured on a sample batch by
+// profile_layers, and the input of the partitioner (partition.h).
+#pragma once
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace paisoar::pipeline {
+
+struct LayerCost {
+  std::string name;         // for the printed plan only; may be empty
+  double time_s = 0;        // forward + backward of one micro-batch, seconds (any unit works)
+  int64_t memory_bytes = 0; // what the layer adds to its stage's memory
+};
+
+struct ProfileOptions {
+  int warmup = 1;   // untimed forward+backward runs per layer first
+  int repeats = 3;  // timed runs per layer; the median is kept
+  // memory_bytes = 2 x parameter bytes (weights and gradients) + this many
+  // times the bytes one forward keeps alive for backward (its saved tensors and
+  // output). Set it to the micro-batches a stage holds at once: M for GPipe,
+  // P for 1F1B's first stage.
+  int activation_copies = 1;
+};
+
+// Profiles each layer of `model` on `sample` (one micro-batch, on the model's
+// device): layer i runs on layer i-1's output, forward then backward of
+// ones, warmup + repeats times. On CPU, the activation bytes come from the
+// tracking allocator (installed by this call, see paisoar/memory); on CUDA from
+// the caching allocator. Gradients, BatchNorm running statistics and other
+// buffers are restored afterwards. Throws c10::Error naming the layer that fails.
+std::vector<LayerCost> profile_layers(const torch::nn::Sequential& model, const torch::Tensor& sample,
+                                      const ProfileOptions& options = {});
+
+}  // namespace paisoar::pipeline

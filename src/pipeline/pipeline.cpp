@@ -1,0 +1,96 @@
+// Pipeline construction: the stage's slice and op list, and the collective
+// check that every rank runs the same schedule, micro-batch count and a
+// contiguous share of the layers (a mismatch would otherwise hang in recv).
+#include "paisoar/pipeline/pipeline.h"
+
+#include <c10/util/Exception.h>
+
+#include <sstream>
+
+#include "paisoar/pipeline/stage_builder.h"
+
+namespace paisoar::pipeline {
+namespace {
+
+// This rank's stage of `plan`, after checking the plan fits the group.
+const StagePlan& stage_range(const PartitionPlan& plan, const std::shared_ptr<comm::Communicator>& group) {
+  TORCH_CHECK(group, "pipeline: the group is null (is this rank a member?)");
+  TORCH_CHECK(static_cast<int>(plan.stages.size()) == group->size(), "pipeline: the plan has ",
+              plan.stages.size(), " stages but the pipeline group '", group->name(), "' has ",
+              group->size(), " ranks; partition into group->size() stages");
+  return plan.stages[group->rank()];
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const torch::nn::Sequential& model, const PartitionPlan& plan,
+                   std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options)
+    : Pipeline(stage_module(model, plan, (stage_range(plan, group), group->rank())),
+               stage_range(plan, group).begin, stage_range(plan, group).end, group,
+               std::move(loss_fn), options) {}
+
+Pipeline::Pipeline(torch::nn::Sequential stage, std::shared_ptr<comm::Communicator> group,
+                   LossFn loss_fn, PipelineOptions options)
+    : Pipeline(std::move(stage), -1, -1, std::move(group), std::move(loss_fn), options) {}
+
+Pipeline::Pipeline(torch::nn::Sequential stage, int first_layer, int end_layer,
+                   std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options)
+    : module_(std::move(stage)), group_(std::move(group)), loss_fn_(std::move(loss_fn)),
+      options_(options) {
+  TORCH_CHECK(group_, "pipeline: the group is null (is this rank a member?)");
+  TORCH_CHECK(module_ && module_->size() > 0, "pipeline: stage ", group_->rank(),
+              " has no layers; every stage needs at least one");
+  TORCH_CHECK(options_.micro_batches >= 1, "pipeline: micro_batches must be at least 1, got ",
+              options_.micro_batches);
+  stage_ = group_->rank();
+  stages_ = group_->size();
+  TORCH_CHECK(stage_ != stages_ - 1 || loss_fn_, "pipeline: the last stage (rank ", stage_,
+              ") needs a loss function");
+  std::ostringstream d;
+  d << "stage " << stage_ << " of " << stages_ << " (rank " << stage_ << " of group '"
+    << group_->name() << "'";
+  if (first_layer >= 0) d << ", layers " << first_layer << "-" << end_layer - 1;
+  d << ")";
+  description_ = d.str();
+  ops_ = make_schedule(options_.schedule, stages_, stage_, options_.micro_batches);
+  check_agreement(first_layer, end_layer);
+}
+
+void Pipeline::check_agreement(int first_layer, int end_layer) {
+  if (stages_ == 1) return;
+  constexpr int kFields = 4;
+  torch::Tensor mine = torch::tensor({static_cast<int64_t>(options_.micro_batches),
+                                      static_cast<int64_t>(options_.schedule),
+                                      static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer)});
+  // allgather (c10d's own tags), not allgather_into (pairwise tags): see pipeline_step.cpp.
+  torch::Tensor all = torch::empty({stages_, kFields}, torch::kInt64);
+  std::vector<torch::Tensor> rows;
+  for (int r = 0; r < stages_; ++r) rows.push_back(all[r]);
+  group_->allgather(rows, mine).wait();
+  const auto* a = all.data_ptr<int64_t>();
+  auto field = [&](int rank, int f) { return a[rank * kFields + f]; };
+  std::ostringstream problems;
+  for (int r = 1; r < stages_; ++r) {
+    if (field(r, 0) != field(0, 0) || field(r, 1) != field(0, 1)) {
+      problems << "\n  rank " << r << " uses micro_batches=" << field(r, 0) << " schedule="
+               << to_string(static_cast<Schedule>(field(r, 1))) << " but rank 0 uses micro_batches="
+               << field(0, 0) << " schedule=" << to_string(static_cast<Schedule>(field(0, 1)));
+    }
+  }
+  bool ranges_known = true;
+  for (int r = 0; r < stages_; ++r) ranges_known = ranges_known && field(r, 2) >= 0;
+  if (ranges_known) {
+    if (field(0, 2) != 0) problems << "\n  stage 0 starts at layer " << field(0, 2) << ", not 0";
+    for (int r = 0; r + 1 < stages_; ++r) {
+      if (field(r, 3) != field(r + 1, 2)) {
+        problems << "\n  stage " << r << " ends before layer " << field(r, 3) << " but stage "
+                 << r + 1 << " starts at layer " << field(r + 1, 2);
+      }
+    }
+  }
+  const std::string text = problems.str();
+  TORCH_CHECK(text.empty(), "pipeline: the ranks of group '", group_->name(),
+              "' disagree on the pipeline; build every stage from the same plan and options:", text);
+}
+
+}  // namespace paisoar::pipeline
