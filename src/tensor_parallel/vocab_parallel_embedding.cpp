@@ -10,7 +10,7 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, i
                                                        Group group)
     : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim), group_(std::move(group)) {
   TORCH_CHECK(group_ != nullptr, "VocabParallelEmbedding: the tensor-parallel group is null");
-  const int64_t rows = divide_evenly(num_embeddings, group_->size(), "num_embeddings (the vocabulary)",
+  const int64_t rows = divide_evenly(num_embeddings, group_->size(), "num_embeddings",
                                      "VocabParallelEmbedding");
   begin_ = group_->rank() * rows;
   end_ = begin_ + rows;

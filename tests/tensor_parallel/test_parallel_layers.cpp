@@ -167,7 +167,7 @@ TEST(TensorParallelErrors, SizesTheGroupDoesNotDivideAreNamed) {
     expect_error_naming([&] { (void)RowParallelLinear(6, 8, group); },
                         {"RowParallelLinear", "in_features (6)", "group size (4)"});
     expect_error_naming([&] { (void)VocabParallelEmbedding(10, 4, group); },
-                        {"VocabParallelEmbedding", "(10)", "group size (4)"});
+                        {"VocabParallelEmbedding", "num_embeddings (10)", "group size (4)"});
     models::GptOptions gpt;
     gpt.n_embd = 12;
     gpt.n_head = 6;
