@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "paisoar/comm/device_mesh.h"
 #include "paisoar/models/gpt.h"
 #include "paisoar/tensor_parallel.h"
 #include "tests/support/thread_ranks.h"
@@ -99,6 +100,37 @@ TEST_P(TpBlocks, ParallelGptBlockWithoutBiasMatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Groups, TpBlocks, ::testing::Values(2, 4));
+
+// The group is a subgroup: the "tensor" dimension of a 2 x 2 mesh, each data
+// row feeding its own input through the same block.
+TEST(TpMesh, ParallelGptBlockOverTheTensorGroupOfA2x2Mesh) {
+  const auto options = small_gpt();
+  torch::manual_seed(6);
+  models::GptBlock full(options);
+  auto upstream = torch::randn({2, 6, 16});
+  std::vector<torch::Tensor> xs, wants, x_grads;
+  for (int row = 0; row < 2; ++row) {
+    auto x = torch::randn({2, 6, 16}).requires_grad_();
+    auto y = full->forward(x);
+    (y * upstream).sum().backward();
+    xs.push_back(x.detach());
+    wants.push_back(y.detach());
+    x_grads.push_back(x.grad());
+  }
+  run_ranks(4, [&](int, std::shared_ptr<comm::Communicator> world) {
+    comm::DeviceMesh mesh(world, {2, 2}, {"data", "tensor"});
+    auto group = mesh.group("tensor");
+    ASSERT_EQ(group->size(), 2);
+    ParallelGptBlock block(options, group);
+    block->load_full(*full);
+    const int row = mesh.coordinate()[0];
+    auto xi = xs[row].clone().requires_grad_();
+    auto y = block(xi);
+    expect_tp_close(y, wants[row], "output of data row " + std::to_string(row));
+    (y * upstream).sum().backward();
+    expect_tp_close(xi.grad(), x_grads[row], "input gradient of data row " + std::to_string(row));
+  });
+}
 
 }  // namespace
 }  // namespace paisoar::tensor_parallel
