@@ -2,19 +2,16 @@
 #include "paisoar/tensor_parallel/parallel_gpt_block.h"
 
 namespace paisoar::tensor_parallel {
-namespace {
 
 void copy_layer_norm(models::GptLayerNormImpl& to, const models::GptLayerNormImpl& from) {
   TORCH_CHECK(to.weight.sizes() == from.weight.sizes() && to.bias.defined() == from.bias.defined(),
-              "ParallelGptBlock::load_full: the full block's LayerNorm is ", from.weight.sizes(),
-              from.bias.defined() ? " with" : " without", " bias, this block's ", to.weight.sizes(),
+              "load_full: the full model's LayerNorm is ", from.weight.sizes(),
+              from.bias.defined() ? " with" : " without", " bias, this model's ", to.weight.sizes(),
               to.bias.defined() ? " with" : " without", " bias");
   torch::NoGradGuard no_grad;
   to.weight.copy_(from.weight);
   if (to.bias.defined()) to.bias.copy_(from.bias);
 }
-
-}  // namespace
 
 ParallelGptBlockImpl::ParallelGptBlockImpl(const models::GptOptions& options, Group group) {
   ln_1 = register_module("ln_1", models::GptLayerNorm(options.n_embd, options.bias));

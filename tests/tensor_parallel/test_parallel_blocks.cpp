@@ -16,20 +16,8 @@ namespace paisoar::tensor_parallel {
 namespace {
 
 using paisoar::testing::expect_tp_close;
+using paisoar::testing::full_gradient;
 using paisoar::testing::run_ranks;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The full gradient of a parameter from this rank's shard, by how the
-// parallel blocks split each GPT parameter.
-torch::Tensor full_gradient(const std::string& name, const torch::Tensor& grad, comm::Communicator& group) {
-  if (ends_with(name, "c_attn.weight") || ends_with(name, "c_attn.bias")) return gather_shards(grad, 0, group, 3);
-  if (ends_with(name, "c_fc.weight") || ends_with(name, "c_fc.bias")) return gather_shards(grad, 0, group);
-  if (ends_with(name, "c_proj.weight")) return gather_shards(grad, 1, group);
-  return grad;  // c_proj.bias and the LayerNorms are replicated
-}
 
 models::GptOptions small_gpt() {
   models::GptOptions o;

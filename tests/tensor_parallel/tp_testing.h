@@ -1,4 +1,5 @@
 // Test support for tensor parallelism: the tolerance every comparison uses,
+// the full gradient of a GPT parameter from its shard,
 // an allclose that reports the largest difference, and an error-message check.
 #pragma once
 
@@ -8,6 +9,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "paisoar/tensor_parallel/sharding.h"
 
 namespace paisoar::testing {
 
@@ -32,6 +35,20 @@ inline void expect_error_naming(const std::function<void()>& fn, const std::vect
     const std::string message = e.what_without_backtrace();
     for (const auto& p : parts) EXPECT_NE(message.find(p), std::string::npos) << "'" << p << "' not in: " << message;
   }
+}
+
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The full gradient of a parameter from this rank's shard, by how the
+// parallel blocks split each GPT parameter.
+inline torch::Tensor full_gradient(const std::string& name, const torch::Tensor& grad, comm::Communicator& group) {
+  if (ends_with(name, "c_attn.weight") || ends_with(name, "c_attn.bias")) return tensor_parallel::gather_shards(grad, 0, group, 3);
+  if (ends_with(name, "wte.weight")) return tensor_parallel::gather_shards(grad, 0, group);
+  if (ends_with(name, "c_fc.weight") || ends_with(name, "c_fc.bias")) return tensor_parallel::gather_shards(grad, 0, group);
+  if (ends_with(name, "c_proj.weight")) return tensor_parallel::gather_shards(grad, 1, group);
+  return grad;  // c_proj.bias and the LayerNorms are replicated (and wpe)
 }
 
 }  // namespace paisoar::testing

@@ -31,4 +31,8 @@ class ParallelGptBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ParallelGptBlock);
 
+// Copies a replicated LayerNorm (no autograd); throws c10::Error when the
+// shapes or the presence of a bias differ.
+void copy_layer_norm(models::GptLayerNormImpl& to, const models::GptLayerNormImpl& from);
+
 }  // namespace paisoar::tensor_parallel
