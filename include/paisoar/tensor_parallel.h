@@ -1,6 +1,7 @@
 // paisoar's Megatron-style tensor parallelism: the region mappings (copy,
 // reduce, gather, scatter), column-/row-parallel Linears, the vocab-parallel
-// Embedding and GPT's attention, MLP and block split across a group.
+// Embedding, and GPT's attention, MLP, block and whole model split across a
+// group, each loadable from the unsplit layer.
 #pragma once
 
 #include "paisoar/tensor_parallel/column_parallel_linear.h"
