@@ -11,5 +11,6 @@
 #include "paisoar/optim.h"
 #include "paisoar/pipeline.h"
 #include "paisoar/profiler.h"
+#include "paisoar/tensor_parallel.h"
 #include "paisoar/version.h"
 #include "paisoar/zero.h"

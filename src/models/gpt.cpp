@@ -49,17 +49,21 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options)
   c_proj = register_module("c_proj", linear(options.n_embd, options.n_embd, options.bias));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head_;
-  auto qkv = c_attn(x).split(C, /*dim=*/2);
-  // [B, T, C] -> [B, n_head, T, hs]
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, n_head_, hs}).transpose(1, 2); };
-  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t heads, double dropout, bool training) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), width = qkv.size(2) / 3, hs = width / heads;
+  auto parts = qkv.split(width, /*dim=*/2);
+  // [B, T, width] -> [B, heads, T, hs]
+  auto split_heads = [&](const torch::Tensor& t) { return t.view({B, T, heads, hs}).transpose(1, 2); };
+  auto q = split_heads(parts[0]), k = split_heads(parts[1]), v = split_heads(parts[2]);
   auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));
-  auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);
+  auto future = torch::ones({T, T}, qkv.options().dtype(torch::kBool)).triu(1);
   att = torch::softmax(att.masked_fill(future, -std::numeric_limits<double>::infinity()), -1);
-  att = torch::dropout(att, dropout_, is_training());
-  auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+  att = torch::dropout(att, dropout, training);
+  return torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, width});
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  auto y = causal_attention(c_attn(x), n_head_, dropout_, is_training());
   return torch::dropout(c_proj(y), dropout_, is_training());
 }
 

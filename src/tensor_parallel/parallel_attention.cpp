@@ -2,8 +2,6 @@
 // this rank's heads, between a column- and a row-parallel projection.
 #include "paisoar/tensor_parallel/parallel_attention.h"
 
-#include <cmath>
-#include <limits>
 
 #include "paisoar/tensor_parallel/sharding.h"
 
@@ -36,16 +34,8 @@ ParallelCausalSelfAttentionImpl::ParallelCausalSelfAttentionImpl(const models::G
 }
 
 torch::Tensor ParallelCausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), local = local_heads_ * head_size_;
-  auto qkv = c_attn(x).split(local, /*dim=*/2);
-  // [B, T, local] -> [B, local_heads, T, hs]
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, local_heads_, head_size_}).transpose(1, 2); };
-  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_size_)));
-  auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);
-  att = torch::softmax(att.masked_fill(future, -std::numeric_limits<double>::infinity()), -1);
-  att = torch::dropout(att, dropout_, is_training());
-  auto y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, local});
+  // This rank's heads: c_attn's output is their fused q|k|v ([B, T, 3 * local]).
+  auto y = models::causal_attention(c_attn(x), local_heads_, dropout_, is_training());
   return torch::dropout(c_proj(y), dropout_, is_training());
 }
 

@@ -40,6 +40,12 @@ TORCH_MODULE(GptLayerNorm);
 // softmax(q k^T / sqrt(C / n_head)) with future positions masked, times v,
 // heads concatenated, c_proj (C -> C). The mask is built per call, so there is
 // no mask buffer: the state_dict holds the parameters only.
+// The attention itself, shared with tensor parallelism's per-rank heads: qkv is
+// the fused projection [B, T, 3 * H * hs] (q, k, v each H heads of size hs);
+// returns the heads' outputs concatenated, [B, T, H * hs], before c_proj.
+// Attention weights get dropout `dropout` when `training`.
+torch::Tensor causal_attention(const torch::Tensor& qkv, int64_t heads, double dropout, bool training);
+
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const GptOptions& options);
