@@ -132,7 +132,8 @@ MemoryResult run_memory(int micro_batches, int64_t width, int64_t rows) {
   for (int s = 0; s < r.stages; ++s) {
     const torch::Tensor input = s == 0 ? in : in.detach().requires_grad_(true);
     const int64_t before = memory::cpu_allocator_counts().current_bytes;
-    torch::Tensor out = modules[s]->forward(input);
+    torch::nn::Sequential module = modules[s];  // forward is not const
+    torch::Tensor out = module->forward(input);
     const int64_t kept = memory::cpu_allocator_counts().current_bytes - before;
     r.micro_batch_bytes.push_back(kept + (s > 0 ? static_cast<int64_t>(input.nbytes()) : 0));
     in = out.detach();
