@@ -27,6 +27,7 @@ Command add_bench_ladder_command(CLI::App& bench);
 Command add_bench_tta_command(CLI::App& bench);
 Command add_bench_memory_command(CLI::App& bench);
 Command add_bench_recovery_command(CLI::App& bench);
+Command add_bench_pipeline_command(CLI::App& bench);
 Command add_bench_zero_memory_worker_command(CLI::App& bench);
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it

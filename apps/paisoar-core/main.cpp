@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   auto bench_tta = paisoar::app::add_bench_tta_command(*bench);
   auto bench_memory = paisoar::app::add_bench_memory_command(*bench);
   auto bench_recovery = paisoar::app::add_bench_recovery_command(*bench);
+  auto bench_pipeline = paisoar::app::add_bench_pipeline_command(*bench);
   auto bench_zero_memory_worker = paisoar::app::add_bench_zero_memory_worker_command(*bench);
   try {
     app.parse(argc, argv);
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     if (bench->got_subcommand("tta")) return bench_tta(argc, argv);
     if (bench->got_subcommand("memory")) return bench_memory(argc, argv);
     if (bench->got_subcommand("recovery")) return bench_recovery(argc, argv);
+    if (bench->got_subcommand("pipeline")) return bench_pipeline(argc, argv);
     if (bench->got_subcommand("zero-memory-worker")) return bench_zero_memory_worker(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << e.what() << "\n";
