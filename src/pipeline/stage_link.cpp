@@ -19,8 +19,28 @@ torch::Tensor header() { return torch::zeros({kHeaderSize}, torch::kInt64); }
 }  // namespace
 
 void Outbox::post(const torch::Tensor& tensor, int peer, int tag) {
+  release_completed();
   keep_alive_.push_back(tensor);
   sends_.push_back(group_->send(tensor, peer, tag));
+}
+
+void Outbox::release_completed() {
+  size_t kept = 0;
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    if (sends_[i].is_completed()) {
+      try {
+        sends_[i].wait();
+        continue;  // done: its tensor can go (1F1B's memory bound depends on it)
+      } catch (const std::exception&) {
+        // kept, so wait() reports it
+      }
+    }
+    sends_[kept] = std::move(sends_[i]);
+    keep_alive_[kept] = std::move(keep_alive_[i]);
+    ++kept;
+  }
+  sends_.resize(kept);
+  keep_alive_.resize(kept);
 }
 
 void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel) {

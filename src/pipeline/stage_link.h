@@ -35,7 +35,8 @@ struct Message {
 class Outbox {
  public:
   explicit Outbox(std::shared_ptr<comm::Communicator> group) : group_(std::move(group)) {}
-  // Asynchronous; `tensor` is kept alive until wait(). At most 8 dims.
+  // Asynchronous; `tensor` is kept alive until its send completes (released
+  // at a later send or at wait()). At most 8 dims.
   void send_tensor(const torch::Tensor& tensor, int peer, Channel channel);
   void send_error(const std::string& text, int peer, Channel channel);
   // Waits for every send so far (throws comm::CommError on failure).
@@ -43,6 +44,7 @@ class Outbox {
 
  private:
   void post(const torch::Tensor& tensor, int peer, int tag);
+  void release_completed();  // drops the sends (and tensors) that are done
   std::shared_ptr<comm::Communicator> group_;
   std::vector<comm::Work> sends_;
   std::vector<torch::Tensor> keep_alive_;
