@@ -82,13 +82,7 @@ StoreClient::StoreClient(const std::string& host, int port, const std::string& t
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, ms_until(deadline))));
   }
   if (!fd_) lost("cannot connect (" + error + ")");
-  store::Request auth;
-  auth.type = store::QueryType::kCompareSet;
-  auth.keys = {kAuthKey};
-  auth.value = token;
-  auth.desired = token;
-  send(auth);
-  if (read_bytes_reply() != token)
+  if (compare_set(kAuthKey, token, token) != token)
     lost("the store refused this launcher's job token: export the same PAISOAR_JOB_TOKEN on "
          "every node");
 }

@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include "store_request.h"
+
 namespace paisoar::launch::store {
 namespace {
+
+using testing::request;
 
 std::string u64(std::uint64_t v) {
   std::string out;
@@ -15,16 +19,6 @@ std::string u64(std::uint64_t v) {
   return out;
 }
 
-Request make(QueryType type, std::vector<std::string> keys, std::string value = "",
-             std::string desired = "", std::int64_t delta = 0) {
-  Request r;
-  r.type = type;
-  r.keys = std::move(keys);
-  r.value = std::move(value);
-  r.desired = std::move(desired);
-  r.delta = delta;
-  return r;
-}
 
 Request decode_all(const std::string& bytes) {
   Request r;
@@ -39,8 +33,8 @@ TEST(StoreProtocol, MatchesTheBytesOfTorch113) {
   const std::string set = std::string(1, '\0') + u64(2) + "/k" + u64(1) + "v";
   const std::string cas = std::string(1, '\1') + u64(13) + "/paisoar/auth" + u64(3) + "tok" +
                           u64(3) + "tok";
-  EXPECT_EQ(encode_request(make(QueryType::kSet, {"/k"}, "v")), set);
-  EXPECT_EQ(encode_request(make(QueryType::kCompareSet, {"/paisoar/auth"}, "tok", "tok")), cas);
+  EXPECT_EQ(encode_request(request(QueryType::kSet, {"/k"}, "v")), set);
+  EXPECT_EQ(encode_request(request(QueryType::kCompareSet, {"/paisoar/auth"}, "tok", "tok")), cas);
   const Request r = decode_all(cas);
   EXPECT_EQ(r.type, QueryType::kCompareSet);
   EXPECT_EQ(r.keys, std::vector<std::string>{"/paisoar/auth"});
@@ -50,16 +44,16 @@ TEST(StoreProtocol, MatchesTheBytesOfTorch113) {
 
 TEST(StoreProtocol, EveryQueryTypeRoundTrips) {
   const std::vector<Request> requests = {
-      make(QueryType::kSet, {"/a"}, std::string("\0\1bin", 5)),
-      make(QueryType::kCompareSet, {"/a"}, "", "new"),
-      make(QueryType::kGet, {"/a"}),
-      make(QueryType::kAdd, {"/n"}, "", "", -42),
-      make(QueryType::kCheck, {"/a", "/b", ""}),
-      make(QueryType::kWait, {"/a"}),
-      make(QueryType::kWait, {}),
-      make(QueryType::kGetNumKeys, {}),
-      make(QueryType::kDeleteKey, {"/a"}),
-      make(QueryType::kWatchKey, {"/a"}),
+      request(QueryType::kSet, {"/a"}, std::string("\0\1bin", 5)),
+      request(QueryType::kCompareSet, {"/a"}, "", "new"),
+      request(QueryType::kGet, {"/a"}),
+      request(QueryType::kAdd, {"/n"}, "", "", -42),
+      request(QueryType::kCheck, {"/a", "/b", ""}),
+      request(QueryType::kWait, {"/a"}),
+      request(QueryType::kWait, {}),
+      request(QueryType::kGetNumKeys, {}),
+      request(QueryType::kDeleteKey, {"/a"}),
+      request(QueryType::kWatchKey, {"/a"}),
   };
   for (const Request& in : requests) {
     const Request out = decode_all(encode_request(in));
@@ -72,7 +66,7 @@ TEST(StoreProtocol, EveryQueryTypeRoundTrips) {
 }
 
 TEST(StoreProtocol, EveryPrefixIsIncompleteAndTwoRequestsSplit) {
-  const std::string one = encode_request(make(QueryType::kCompareSet, {"/key"}, "old", "new"));
+  const std::string one = encode_request(request(QueryType::kCompareSet, {"/key"}, "old", "new"));
   for (std::size_t n = 0; n < one.size(); ++n) {
     Request r;
     std::size_t consumed = 0;
@@ -80,7 +74,7 @@ TEST(StoreProtocol, EveryPrefixIsIncompleteAndTwoRequestsSplit) {
               DecodeStatus::kIncomplete)
         << n << " bytes";
   }
-  const std::string two = one + encode_request(make(QueryType::kGet, {"/key"}));
+  const std::string two = one + encode_request(request(QueryType::kGet, {"/key"}));
   Request r;
   std::size_t consumed = 0;
   ASSERT_EQ(decode_request(two, DecodeLimits{}, &r, &consumed), DecodeStatus::kComplete);
@@ -101,13 +95,13 @@ TEST(StoreProtocol, UnknownTypesAndOversizedFieldsAreMalformed) {
   // A huge length is refused from the length alone, before any data arrives.
   EXPECT_EQ(decode_request(std::string(1, '\0') + u64(~std::uint64_t{0}), small, &r, &consumed),
             DecodeStatus::kMalformed);
-  EXPECT_EQ(decode_request(encode_request(make(QueryType::kSet, {"/k"}, "123456789")), small, &r,
+  EXPECT_EQ(decode_request(encode_request(request(QueryType::kSet, {"/k"}, "123456789")), small, &r,
                            &consumed),
             DecodeStatus::kMalformed);
-  EXPECT_EQ(decode_request(encode_request(make(QueryType::kWait, {"/a", "/b", "/c"})), small, &r,
+  EXPECT_EQ(decode_request(encode_request(request(QueryType::kWait, {"/a", "/b", "/c"})), small, &r,
                            &consumed),
             DecodeStatus::kMalformed);
-  EXPECT_EQ(decode_request(encode_request(make(QueryType::kWait, {"/a", "/b"})), small, &r,
+  EXPECT_EQ(decode_request(encode_request(request(QueryType::kWait, {"/a", "/b"})), small, &r,
                            &consumed),
             DecodeStatus::kComplete);
 }
