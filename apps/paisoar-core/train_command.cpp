@@ -44,7 +44,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   relaunch_unless_launched(a.nproc, argc, argv);
   auto comm = comm::Communicator::from_env();
   train::Trainer trainer(config, comm);
-  trainer.fit(train::make_task(config));
+  trainer.fit(train::make_task(config, trainer.tensor_group()));
   return 0;
 }
 

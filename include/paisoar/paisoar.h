@@ -9,6 +9,7 @@
 #include "paisoar/memory.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"
+#include "paisoar/parallel.h"
 #include "paisoar/pipeline.h"
 #include "paisoar/profiler.h"
 #include "paisoar/tensor_parallel.h"

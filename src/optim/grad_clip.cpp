@@ -94,6 +94,9 @@ double clip_grad_norm_(const std::vector<torch::Tensor>& parameters, double max_
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0) {
     for (auto& g : grads) g.mul_(coef);
+    for (const auto& p : options.uncounted) {
+      if (p.grad().defined()) p.grad().mul_(coef);
+    }
   }
   return total;
 }

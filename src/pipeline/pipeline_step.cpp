@@ -11,6 +11,7 @@
 
 #include "paisoar/pipeline/pipeline.h"
 #include "src/pipeline/stage_link.h"
+#include "src/pipeline/stage_text.h"
 #include "src/pipeline/step_outcome.h"
 
 namespace paisoar::pipeline {
@@ -18,21 +19,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using detail::Channel;
+using detail::describe;
+using detail::message_of;
+using detail::stage_device;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string describe(const torch::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::ostringstream out;
-  out << t.sizes() << " (" << t.scalar_type() << ")";
-  return out.str();
-}
-
-std::string message_of(const std::exception& e) {
-  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-  return c10 ? c10->what_without_backtrace() : e.what();
 }
 
 // Splits `batch` into `parts` chunks along dim 0; returns an error text or "".
@@ -49,12 +41,6 @@ std::string split_batch(const torch::Tensor& batch, int parts, const char* what,
     *out = torch::tensor_split(batch, parts, 0);
   }
   return why.str();
-}
-
-torch::Device stage_device(const torch::nn::Sequential& module) {
-  for (const auto& p : module->parameters()) return p.device();
-  for (const auto& b : module->buffers()) return b.device();
-  return torch::Device(torch::kCPU);
 }
 
 }  // namespace
@@ -81,9 +67,17 @@ class Pipeline::StepRun {
     }
   }
 
-  void run(const PipelineOp& op) {
+  void run(const PipelineOp& op, size_t index) {
     if (from_prev_) from_prev_->poll();
     if (from_next_) from_next_->poll();
+    if (p_.op_hook_ && error_.empty()) {
+      try {
+        p_.op_hook_(op, index);
+      } catch (const std::exception& e) {
+        fail("before " + std::string(op.type == PipelineOp::Type::Forward ? "the forward" : "the backward") +
+             " of micro-batch " + std::to_string(op.micro_batch) + " (its op hook): " + message_of(e));
+      }
+    }
     op.type == PipelineOp::Type::Forward ? forward(op.micro_batch) : backward(op.micro_batch);
   }
 
@@ -227,7 +221,7 @@ torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& ta
   const auto start = Clock::now();
   stats_ = PipelineStepStats{};
   StepRun run(*this, input, target);
-  for (const PipelineOp& op : ops_) run.run(op);
+  for (size_t i = 0; i < ops_.size(); ++i) run.run(ops_[i], i);
   try {
     torch::Tensor loss = run.finish();
     stats_.step_s = seconds_since(start);

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <unordered_set>
+
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/train/config_schema.h"
 #include "paisoar/zero/layer_list.h"
@@ -77,8 +79,32 @@ void GradSync::post_forward(const std::vector<torch::Tensor>& outputs) {
 }
 
 double GradSync::clip_grad_norm(double max_norm) {
-  if (zero_) return zero_->clip_grad_norm_(max_norm);
-  return optim::clip_grad_norm_(model_->parameters(), max_norm);
+  if (!split_) {
+    if (zero_) return zero_->clip_grad_norm_(max_norm);
+    return optim::clip_grad_norm_(model_->parameters(), max_norm);
+  }
+  std::unordered_set<const void*> skip;
+  for (const auto& p : split_->uncounted) skip.insert(p.unsafeGetTensorImpl());
+  optim::ClipGradNormOptions o;
+  std::vector<torch::Tensor> counted;
+  if (zero_) {
+    // Each rank's shard is disjoint from every other rank's: the norm is over the world.
+    std::vector<const void*> model_params;
+    for (const auto& p : model_->parameters()) {
+      if (p.requires_grad()) model_params.push_back(p.unsafeGetTensorImpl());
+    }
+    for (const auto& piece : zero_->shard()) {
+      (skip.count(model_params.at(piece.param)) ? o.uncounted : counted).push_back(piece.tensor);
+    }
+    o.comm = split_->world;
+  } else {
+    // Every data-parallel replica holds the same averaged gradients: the norm is over one replica.
+    for (const auto& p : model_->parameters()) {
+      (skip.count(p.unsafeGetTensorImpl()) ? o.uncounted : counted).push_back(p);
+    }
+    o.comm = split_->model_group;
+  }
+  return optim::clip_grad_norm_(counted, max_norm, o);
 }
 
 const ddp::ReducerStats& GradSync::last_stats() const { return reducer_ ? reducer_->last_stats() : no_stats_; }

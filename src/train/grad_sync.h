@@ -8,6 +8,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "paisoar/ddp/gradient_reducer.h"
@@ -20,6 +21,14 @@ class Communicator;
 }
 
 namespace paisoar::train {
+
+// How the global gradient norm spans a model split across ranks (pipeline
+// stages, tensor-parallel shards); see parallel::HybridMesh.
+struct SplitModelNorm {
+  std::shared_ptr<comm::Communicator> model_group;  // the pipeline x tensor ranks of this replica
+  std::shared_ptr<comm::Communicator> world;        // ZeRO: the shards are disjoint over all ranks
+  std::vector<torch::Tensor> uncounted;             // model parameters whose copy another rank counts
+};
 
 class GradSync {
  public:
@@ -43,6 +52,8 @@ class GradSync {
   void post_forward(const std::vector<torch::Tensor>& outputs);
   // Clips the (unscaled) gradients to a global norm over all ranks; returns the norm.
   double clip_grad_norm(double max_norm);
+  // The model is split across ranks: clip_grad_norm sums over its parts.
+  void set_split_model_norm(SplitModelNorm norm) { split_ = std::move(norm); }
   // DDP's stats of the last backward; ZeRO: zeros (its reduce-scatters are not timed).
   const ddp::ReducerStats& last_stats() const;
 
@@ -63,6 +74,7 @@ class GradSync {
   zero::ZeroOptimizer* zero_ = nullptr;  // optimizer_, when ZeRO
   std::unique_ptr<ddp::GradientReducer> reducer_;
   ddp::ReducerStats no_stats_;
+  std::optional<SplitModelNorm> split_;
 };
 
 }  // namespace paisoar::train

@@ -1,6 +1,8 @@
 // TrainConfig's schema: the one list of keys, their types, choices and help.
 #include "paisoar/train/train_config.h"
 
+#include <algorithm>
+
 namespace paisoar::train {
 
 ConfigSchema schema_for(TrainConfig& c) {
@@ -47,6 +49,11 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("distributed.overlap", &c.distributed.overlap, "communicate during backward");
   s.bind("zero.stage", &c.zero.stage, "ZeRO: 0 off (DDP), 1 optimizer state, 2 + gradients, 3 + parameters");
   s.bind("zero.prefetch", &c.zero.prefetch, "stage 3: gather the next layer during this one");
+  s.bind("parallel.data", &c.parallel.data, "model replicas (0: world / (pipeline x tensor))");
+  s.bind("parallel.pipeline", &c.parallel.pipeline, "pipeline stages per replica");
+  s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp)");
+  s.bind("parallel.micro_batches", &c.parallel.micro_batches, "pipeline micro-batches per step");
+  s.bind("parallel.schedule", &c.parallel.schedule, "pipeline schedule", {"1f1b", "gpipe"});
   s.bind("activation_checkpointing", &c.activation_checkpointing,
          "model regions recomputed in backward (glob patterns)");
   s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
@@ -88,11 +95,27 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.train.grad_accumulation >= 1, "train.grad_accumulation", "must be at least 1");
   require(c.train.log_every >= 1, "train.log_every", "must be at least 1");
   require(c.train.batch_size >= 1, "train.batch_size", "must be at least 1");
-  const int64_t parts = world_size * c.train.grad_accumulation;
+  require(c.parallel.data >= 0, "parallel.data", "must be 0 (the rest of the world) or more");
+  require(c.parallel.pipeline >= 1, "parallel.pipeline", "must be at least 1");
+  require(c.parallel.tensor >= 1, "parallel.tensor", "must be at least 1");
+  require(c.parallel.micro_batches >= 1, "parallel.micro_batches", "must be at least 1");
+  const parallel::ParallelLayout layout = parallel_layout(c, world_size);
+  const std::string problem = parallel::layout_problem(layout, static_cast<int>(world_size));
+  require(problem.empty(), "parallel", problem + " (parallel.data 0 takes the rest)");
+  require(c.parallel.pipeline == 1 || c.train.grad_accumulation == 1, "train.grad_accumulation",
+          "must be 1 with parallel.pipeline > 1; the pipeline's micro-batches accumulate "
+          "(set parallel.micro_batches instead)");
+  require(c.parallel.pipeline > 1 || c.parallel.micro_batches == 1, "parallel.micro_batches",
+          "needs parallel.pipeline > 1; without a pipeline use train.grad_accumulation");
+  require(!layout.model_parallel() || c.zero.stage <= 2, "zero.stage",
+          "3 does not combine with parallel.pipeline/tensor > 1 (a stage is not a zero::LayerList); "
+          "use zero.stage 1 or 2 across the data dimension");
+  const int64_t micro = c.parallel.pipeline > 1 ? c.parallel.micro_batches : c.train.grad_accumulation;
+  const int64_t parts = layout.data * micro;
   require(c.train.batch_size % parts == 0, "train.batch_size",
-          std::to_string(c.train.batch_size) + " does not split evenly over " +
-              std::to_string(world_size) + " ranks x " + std::to_string(c.train.grad_accumulation) +
-              " micro-batches; use a multiple of " + std::to_string(parts));
+          std::to_string(c.train.batch_size) + " does not split evenly over " + std::to_string(layout.data) +
+              " data-parallel ranks x " + std::to_string(micro) + " micro-batches; use a multiple of " +
+              std::to_string(parts));
   require(c.optimizer.lr > 0, "optimizer.lr", "must be positive");
   require(c.optimizer.lr_batch >= 1, "optimizer.lr_batch", "must be at least 1");
   require(c.optimizer.momentum >= 0 && c.optimizer.momentum < 1, "optimizer.momentum", "must be in [0, 1)");
@@ -130,6 +153,15 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(!c.eval.stop_at_target || c.eval.target_accuracy > 0, "eval.stop_at_target",
           "needs eval.target_accuracy (the percentage to stop at)");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");
+}
+
+parallel::ParallelLayout parallel_layout(const TrainConfig& c, int64_t world_size) {
+  parallel::ParallelLayout layout;
+  layout.pipeline = static_cast<int>(c.parallel.pipeline);
+  layout.tensor = static_cast<int>(c.parallel.tensor);
+  const int64_t replica = std::max<int64_t>(1, c.parallel.pipeline * c.parallel.tensor);
+  layout.data = static_cast<int>(c.parallel.data > 0 ? c.parallel.data : std::max<int64_t>(1, world_size / replica));
+  return layout;
 }
 
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -26,11 +26,16 @@
 #include "paisoar/memory/tracking_allocator.h"
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/parallel/replicated_parameters.h"
+#include "paisoar/parallel/stage_sync.h"
+#include "paisoar/pipeline/pipeline.h"
 #include "paisoar/profiler.h"
 #include "src/train/grad_sync.h"
 #include "src/train/memory_table.h"
 #include "src/train/range_view.h"
 #include "src/train/run_report.h"
+#include "src/train/stage_plan.h"
 #include "src/train/trainer_checkpoint.h"
 #include "src/util/fault_point.h"
 #include "src/util/heartbeat.h"
@@ -63,12 +68,21 @@ amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) 
   return o;
 }
 
-// Accuracy (percent) over `eval`, each rank scoring its own contiguous slice.
-double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers,
+// Who scores which evaluation samples: slice `index` of `count` contiguous
+// slices (the data-parallel coordinate), through `forward`, which returns the
+// logits (undefined on pipeline stages other than the last). Only ranks with
+// `counts` add their hits (one per replica: the last stage, tensor rank 0).
+struct EvalRole {
+  int64_t index = 0, count = 1;
+  bool counts = true;
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+};
+
+// Accuracy (percent) over `eval`; collective over `comm` (the world).
+double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole& role, int64_t workers,
                 const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit) {
   const int64_t n = limit > 0 ? std::min(limit, task.eval_data->size()) : task.eval_data->size();
-  const int64_t rank = comm.rank(), world = comm.size();
-  const int64_t begin = n * rank / world, end = n * (rank + 1) / world;
+  const int64_t begin = n * role.index / role.count, end = n * (role.index + 1) / role.count;
   torch::Tensor counts = torch::zeros({2}, torch::kDouble);
   if (end > begin) {
     data::DataLoaderOptions o;
@@ -84,15 +98,14 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, int64_t workers
       amp::ActivePolicy pins(policy, autocast_options.device);
       const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
                                                              : task.model->parameters()[0].device();
-      correct += task.forward(batch->data.to(device))
-                     .argmax(1)
-                     .eq(batch->labels.to(device))
-                     .sum()
-                     .item<double>();
+      const torch::Tensor logits = role.forward(batch->data.to(device));
+      if (role.counts) correct += logits.argmax(1).eq(batch->labels.to(device)).sum().item<double>();
     }
     task.model->train();
-    counts[0] = correct;
-    counts[1] = static_cast<double>(end - begin);
+    if (role.counts) {
+      counts[0] = correct;
+      counts[1] = static_cast<double>(end - begin);
+    }
   }
   comm.allreduce(counts).wait();
   return 100.0 * counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
@@ -134,6 +147,14 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm)
     : config_(std::move(config)), comm_(std::move(comm)) {
   if (!comm_) throw std::invalid_argument("Trainer: the communicator is null");
   validate(config_, comm_->size());
+  const parallel::ParallelLayout layout = parallel_layout(config_, comm_->size());
+  if (layout.model_parallel()) mesh_ = std::make_shared<parallel::HybridMesh>(comm_, layout);
+}
+
+Trainer::~Trainer() = default;
+
+std::shared_ptr<comm::Communicator> Trainer::tensor_group() const {
+  return mesh_ ? mesh_->tensor_group() : nullptr;
 }
 
 TrainResult Trainer::fit(const TrainTask& task) {
@@ -143,6 +164,9 @@ TrainResult Trainer::fit(const TrainTask& task) {
   }
   const int64_t rank = comm_->rank(), world = comm_->size();
   const bool lead = rank == 0;
+  // The data dimension: the whole world without model parallelism.
+  const std::shared_ptr<comm::Communicator> data_comm = mesh_ ? mesh_->data_group() : comm_;
+  const int64_t data_rank = data_comm->rank(), data_world = data_comm->size();
   auto loss_fn = task.loss ? task.loss : [](const torch::Tensor& out, const torch::Tensor& y) {
     return torch::cross_entropy_loss(out, y);
   };
@@ -150,13 +174,13 @@ TrainResult Trainer::fit(const TrainTask& task) {
   const torch::Device model_device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
   const auto device = model_device.type();
 
-  const int64_t accumulation = c.train.grad_accumulation;
+  const int64_t accumulation = c.train.grad_accumulation;  // 1 with a pipeline (validate)
   data::DataLoaderOptions loader_options;
-  loader_options.batch_size = c.train.batch_size / world / accumulation;
+  loader_options.batch_size = c.train.batch_size / data_world / accumulation;
   loader_options.workers = c.data.workers;
   loader_options.prefetch_factor = c.data.prefetch_factor;
-  loader_options.rank = rank;
-  loader_options.world_size = world;
+  loader_options.rank = data_rank;
+  loader_options.world_size = data_world;
   loader_options.seed = static_cast<uint64_t>(c.seed);
   loader_options.drop_last = true;  // whole optimizer steps only
   loader_options.on_error = c.data.on_error == "skip" ? data::OnError::Skip : data::OnError::Raise;
@@ -172,7 +196,37 @@ TrainResult Trainer::fit(const TrainTask& task) {
   if (c.train.max_steps > 0) total_steps = std::min(total_steps, c.train.max_steps);
 
   const double lr = optim::scaled_lr(c.optimizer.lr, c.train.batch_size, c.optimizer.lr_batch);
-  GradSync sync(c, task.model, comm_, lr);  // ZeRO: collective, shards the model now
+  std::string report_plan;  // the pipeline's stages, printed by rank 0
+  amp::GradScalerOptions scaler_options;
+  scaler_options.enabled = c.amp.dtype == "fp16";
+  scaler_options.init_scale = c.amp.init_scale;
+  scaler_options.growth_interval = c.amp.growth_interval;
+  amp::GradScaler scaler(scaler_options, comm_);
+  // A pipeline: this rank trains its stage of task.layers; the loss (scaled
+  // for fp16) is computed on the last stage inside the pipeline's step.
+  std::optional<pipeline::Pipeline> pipe;
+  std::shared_ptr<torch::nn::Module> stage_model = task.model;  // what this rank trains
+  if (c.parallel.pipeline > 1) {
+    const int64_t micro_rows = loader_options.batch_size / c.parallel.micro_batches;
+    const auto plan = plan_pipeline(task, c, micro_rows, model_device, *comm_);
+    if (lead) report_plan = plan.to_string();
+    pipeline::PipelineOptions pipe_options;
+    pipe_options.micro_batches = static_cast<int>(c.parallel.micro_batches);
+    pipe_options.schedule = pipeline::parse_schedule(c.parallel.schedule);
+    pipe.emplace(task.layers, plan, mesh_->pipeline_group(),
+                 [&scaler, loss_fn](const torch::Tensor& out, const torch::Tensor& y) {
+                   return scaler.scale(loss_fn(out, y));
+                 },
+                 pipe_options);
+    stage_model = pipe->module().ptr();
+  }
+  GradSync sync(c, stage_model, data_comm, lr);  // ZeRO: collective, shards the model now
+  if (mesh_) {
+    // One replica's gradients are spread over its stages and tensor shards.
+    SplitModelNorm norm{mesh_->model_group(), comm_, {}};
+    if (mesh_->tensor_rank() != 0) norm.uncounted = parallel::tensor_replicated_parameters(*stage_model);
+    sync.set_split_model_norm(std::move(norm));
+  }
   torch::optim::Optimizer& optimizer = sync.optimizer();
   optim::LrScheduleOptions schedule_options;
   schedule_options.warmup_steps = std::min(c.schedule.warmup_steps, total_steps);
@@ -182,12 +236,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
 
   const auto autocast_options = autocast_for(c.amp, device);
   const amp::PrecisionPolicy policy = policy_of(c.amp);
-  bool policy_checked = policy.empty();
-  amp::GradScalerOptions scaler_options;
-  scaler_options.enabled = c.amp.dtype == "fp16";
-  scaler_options.init_scale = c.amp.init_scale;
-  scaler_options.growth_interval = c.amp.growth_interval;
-  amp::GradScaler scaler(scaler_options, comm_);
+  // A pipeline stage sees only its own regions: the patterns are not checked there.
+  bool policy_checked = policy.empty() || pipe;
 
   // Resume before DDP's reducer exists: it then broadcasts the restored weights.
   checkpoint::CheckpointOptions checkpoint_options;
@@ -195,14 +245,17 @@ TrainResult Trainer::fit(const TrainTask& task) {
   checkpoint_options.every_steps = c.checkpoint.every_steps;
   checkpoint_options.keep_last = c.checkpoint.keep_last;
   checkpoint_options.rank = static_cast<int>(rank);
-  checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
+  // Model-parallel runs write none yet: each rank holds a different part of the model.
+  const bool checkpointing = !mesh_;
+  std::optional<checkpoint::CheckpointManager> checkpoints;
+  if (checkpointing) checkpoints.emplace(open_checkpoints(checkpoint_options, comm_));
   const TrainerState state{task.model.get(), &optimizer, &schedule, &scaler, sync.zero()};
   TrainResult result;
   std::string resumed_message;
   int64_t step = 0;
   data::LoaderPosition position;
-  if (c.checkpoint.resume) {
-    if (auto point = restore_trainer_state(checkpoints, state, comm_)) {
+  if (checkpointing && c.checkpoint.resume) {
+    if (auto point = restore_trainer_state(*checkpoints, state, comm_)) {
       step = point->step;
       position = point->loader;
       result.resumed_from = point->path;
@@ -219,6 +272,12 @@ TrainResult Trainer::fit(const TrainTask& task) {
   int64_t saved_step = step;
 
   sync.start();
+  if (pipe) {
+    parallel::sync_in_last_backward(*pipe, [&sync](bool on) {
+      sync.set_sync(on);
+      sync.pre_forward();
+    });
+  }
   std::optional<memory::CheckpointRegions> checkpoint_regions;
   if (!c.activation_checkpointing.empty()) checkpoint_regions.emplace(c.activation_checkpointing);
   bool checkpointing_checked = !checkpoint_regions;
@@ -229,6 +288,13 @@ TrainResult Trainer::fit(const TrainTask& task) {
   amp::FiniteLossCheck finite_loss(finite_options, comm_);
   RunReport report(c, lead, total_steps);
   if (!resumed_message.empty()) report.message(resumed_message);
+  if (mesh_) {
+    report.message("parallel: " + mesh_->layout().to_string() +
+                   (pipe ? ", " + std::to_string(c.parallel.micro_batches) + " micro-batches, " + c.parallel.schedule +
+                               " schedule; checkpoints are not written for model-parallel runs"
+                         : "; checkpoints are not written for model-parallel runs"));
+    if (!report_plan.empty()) report.message("pipeline stages (profiled):\n" + report_plan);
+  }
   profiler::ProfilerOptions profiler_options;
   profiler_options.enabled = c.profiler.enabled;
   profiler_options.rank = static_cast<int>(rank);
@@ -250,10 +316,11 @@ TrainResult Trainer::fit(const TrainTask& task) {
                                                    : "DDP compression " + c.distributed.compression;
     char header[400];
     std::snprintf(header, sizeof(header),
-                  "paisoar train: %lld samples, %lld ranks x %lld x %lld accumulation = batch %lld, "
+                  "paisoar train: %lld samples, %lld %s x %lld x %lld accumulation = batch %lld, "
                   "%s, %s lr %.4g (warmup %lld, %s over %lld steps), %s, %lld loader "
                   "workers per rank",
-                  static_cast<long long>(task.train_data->size()), static_cast<long long>(world),
+                  static_cast<long long>(task.train_data->size()), static_cast<long long>(data_world),
+                  mesh_ ? "replicas" : "ranks",
                   static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
                   static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(), lr,
                   static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
@@ -270,10 +337,17 @@ TrainResult Trainer::fit(const TrainTask& task) {
   bool stop = false;  // eval.stop_at_target and the target was reached
   comm::ProgressBoard progress(comm_);  // names the ranks behind when a collective times out
   util::Heartbeat heartbeat;            // for the launcher's watchdog (--heartbeat_timeout)
+  EvalRole eval_role;
+  eval_role.index = data_rank;
+  eval_role.count = data_world;
+  eval_role.counts = (!pipe || pipe->is_last()) && (!mesh_ || mesh_->tensor_rank() == 0);
+  eval_role.forward = pipe ? std::function<torch::Tensor(const torch::Tensor&)>(
+                                 [&pipe](const torch::Tensor& x) { return pipe->infer(x); })
+                           : task.forward;
   const auto run_evaluation = [&](int64_t epoch) {
     const auto began = Clock::now();
     heartbeat.beat();
-    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);
+    result.accuracy = evaluate(task, *comm_, eval_role, c.data.workers, autocast_options, policy, c.data.eval_limit);
     heartbeat.beat();
     eval_seconds += seconds_since(began);
     evaluated_at = step;
@@ -302,7 +376,34 @@ TrainResult Trainer::fit(const TrainTask& task) {
         sync.zero_grad();
         double step_loss = 0;
         bool skip = false;  // a non-finite loss (agreed by every rank) under amp.skip_nonfinite
-        for (int64_t micro = 0; micro < accumulation; ++micro) {
+        for (int64_t micro = 0; micro < accumulation && pipe; ++micro) {
+          // The pipeline: forward and backward of its micro-batches in one call
+          // (timed as forward; the wait for neighbours carved out as communication).
+          std::optional<data::Batch> batch;
+          {
+            auto timed = prof.phase(profiler::Phase::DataWait);
+            batch = loader.next();
+          }
+          if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
+          wait_sum += batch->wait_s;
+          torch::Tensor loss;
+          {
+            auto timed = prof.phase(profiler::Phase::Forward);
+            amp::autocast guard(autocast_options);
+            amp::ActivePolicy pins(policy, device);
+            std::optional<amp::ActiveRegionRunner> recompute;
+            if (checkpoint_regions) recompute.emplace(*checkpoint_regions);
+            loss = pipe->step(batch->data.to(model_device), batch->labels.to(model_device));
+          }
+          prof.add(profiler::Phase::Communication, pipe->last_step().recv_wait_s, profiler::Phase::Forward);
+          if (scaler_options.enabled) loss = loss / scaler.get_scale();
+          if (!finite_loss(loss, step)) {
+            skip = true;
+            break;
+          }
+          step_loss += loss.item<double>();
+        }
+        for (int64_t micro = 0; micro < accumulation && !pipe; ++micro) {
           std::optional<data::Batch> batch;
           {
             auto timed = prof.phase(profiler::Phase::DataWait);
@@ -367,8 +468,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
         ++step;
         ++epoch_steps;
         loss_sum += step_loss;
-        if (checkpoints.due(step) && save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step,
-                                                     loader.position(), config_text)) {
+        if (checkpointing && checkpoints->due(step) &&
+            save_checkpoint(*checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text)) {
           saved_step = step;
         }
         if (task.on_step) task.on_step(step);
@@ -401,12 +502,12 @@ TrainResult Trainer::fit(const TrainTask& task) {
   } catch (const comm::CommError& e) {
     throw progress.explain(e, step);
   }
-  if (saved_step != step) {
-    save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
+  if (checkpointing && saved_step != step) {
+    save_checkpoint(*checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
   }
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.
-    result.accuracy = evaluate(task, *comm_, c.data.workers, autocast_options, policy, c.data.eval_limit);
+    result.accuracy = evaluate(task, *comm_, eval_role, c.data.workers, autocast_options, policy, c.data.eval_limit);
     char line[96];
     std::snprintf(line, sizeof(line), "test accuracy %.2f%% (the checkpoint's training was complete)",
                   result.accuracy);

@@ -1,5 +1,6 @@
 // make_task: model.name -> a reference model (a zero::LayerList under ZeRO
-// stage 3), data.format -> train and evaluation data sets with the matching
+// stage 3, a Sequential of layers for a pipeline, tensor-parallel layers for
+// parallel.tensor > 1), data.format -> train and evaluation data sets with the matching
 // pipelines.
 #include "paisoar/train/zoo.h"
 
@@ -11,6 +12,8 @@
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/shard_dataset.h"
 #include "paisoar/models.h"
+#include "paisoar/tensor_parallel/column_parallel_linear.h"
+#include "paisoar/tensor_parallel/row_parallel_linear.h"
 #include "paisoar/zero/layer_list.h"
 #include "src/train/range_view.h"
 
@@ -86,7 +89,7 @@ TORCH_MODULE(Block);
 // pass, each layer a parameter-bearing module with the activation and pooling
 // that follow it. Parameter names therefore differ from the plain models'
 // (conv1.0.weight for conv1.weight).
-std::shared_ptr<zero::LayerListImpl> layer_list_model(const std::string& name, int64_t classes) {
+nn::Sequential layer_sequence(const std::string& name, int64_t classes) {
   nn::Sequential layers;
   if (name == "mlp") {
     const models::MlpOptions o;
@@ -100,7 +103,7 @@ std::shared_ptr<zero::LayerListImpl> layer_list_model(const std::string& name, i
       width = o.hidden[i];
     }
     layers->push_back("head", nn::Linear(width, classes));
-    return std::make_shared<zero::LayerListImpl>(layers);
+    return layers;
   }
   const bool bn = name == "fashion_cnn_bn";
   for (const auto& [layer_name, in, out] : {std::tuple<const char*, int64_t, int64_t>{"conv1", 1, 32},
@@ -114,12 +117,12 @@ std::shared_ptr<zero::LayerListImpl> layer_list_model(const std::string& name, i
   }
   layers->push_back("fc1", Block(nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU()));
   layers->push_back("fc2", nn::Linear(128, classes));
-  return std::make_shared<zero::LayerListImpl>(layers);
+  return layers;
 }
 
 TrainTask layer_list_task(const std::string& name, int64_t classes, const Data& d) {
   TrainTask t;
-  auto model = layer_list_model(name, classes);
+  auto model = std::make_shared<zero::LayerListImpl>(layer_sequence(name, classes));
   t.model = model;
   t.forward = [model](const torch::Tensor& x) { return model->forward(x); };
   t.train_data = d.train;
@@ -127,13 +130,68 @@ TrainTask layer_list_task(const std::string& name, int64_t classes, const Data& 
   return t;
 }
 
+// The model as a Sequential of layers for parallel.pipeline > 1.
+TrainTask sequence_task(nn::Sequential layers, const Data& d) {
+  TrainTask t;
+  t.model = layers.ptr();
+  t.layers = layers;
+  t.forward = [layers](const torch::Tensor& x) mutable { return layers->forward(x); };
+  t.train_data = d.train;
+  t.eval_data = d.eval;
+  return t;
+}
+
+// mlp split across a tensor-parallel group, Megatron's MLP pairing: the first
+// hidden layer column-parallel (its output stays split), the second
+// row-parallel (one allreduce), the head replicated. Weights come from the
+// plain Mlp built with the same seed, so the numbers equal a one-rank run.
+// Two layers ("hidden", "head") for a pipeline.
+nn::Sequential tensor_parallel_mlp(int64_t classes, const tensor_parallel::Group& group) {
+  models::MlpOptions o;
+  o.num_classes = classes;
+  if (o.hidden.size() != 2) throw ConfigError("parallel.tensor: the mlp needs two hidden layers to split");
+  models::Mlp full(o);
+  tensor_parallel::ColumnParallelLinearOptions column;
+  column.gather_output = false;
+  tensor_parallel::RowParallelLinearOptions row;
+  row.input_is_parallel = true;
+  tensor_parallel::ColumnParallelLinear first(o.in_features, o.hidden[0], group, column);
+  tensor_parallel::RowParallelLinear second(o.hidden[0], o.hidden[1], group, row);
+  first->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(0)));
+  second->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(1)));
+  nn::Sequential layers;
+  layers->push_back("hidden", Block(nn::Flatten(), first, nn::ReLU(), second, nn::ReLU()));
+  layers->push_back("head", full->head);
+  return layers;
+}
+
 }  // namespace
 
-TrainTask make_task(const TrainConfig& config) {
+TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& tensor_group) {
   const Data d = open_data(config.data, config.model.num_classes);
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   const auto& name = config.model.name;
   const int64_t classes = config.model.num_classes;
+  if (config.parallel.tensor > 1) {
+    if (name != "mlp" || d.channels != 1) {
+      throw ConfigError("parallel.tensor: the reference model split across ranks is mlp (with data.format "
+                        "idx); model.name is '" + name + "'. Build your own model from paisoar/tensor_parallel.h "
+                        "layers for others");
+    }
+    if (!tensor_group || tensor_group->size() != config.parallel.tensor) {
+      throw std::invalid_argument("make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
+                                  "; pass the Trainer's tensor_group() (its size must match)");
+    }
+    return sequence_task(tensor_parallel_mlp(classes, tensor_group), d);
+  }
+  if (config.parallel.pipeline > 1) {
+    if (name != "mlp" && name != "fashion_cnn" && name != "fashion_cnn_bn") {
+      throw ConfigError("parallel.pipeline: the reference models built as a list of layers are mlp, fashion_cnn "
+                        "and fashion_cnn_bn; model.name is '" + name + "'. For your own model set TrainTask::layers");
+    }
+    if (d.channels != 1) throw ConfigError("model.name: " + name + " takes 1x28x28 images (data.format: idx)");
+    return sequence_task(layer_sequence(name, classes), d);
+  }
   if (name == "fashion_cnn" || name == "fashion_cnn_bn") {
     if (d.channels != 1) {
       throw ConfigError("model.name: fashion_cnn takes 1x28x28 images (data.format: idx); "

@@ -33,6 +33,10 @@ struct ClipGradNormOptions {
   // ranks (a tensor-parallel LayerNorm weight) must be passed on one of them
   // only. Leave null for data parallel: there every rank holds all gradients.
   std::shared_ptr<comm::Communicator> comm;
+  // Gradients scaled by the same coefficient but left out of the norm: the
+  // copies of a replicated gradient that another rank of `comm` counts (a
+  // tensor-parallel LayerNorm weight on tensor ranks other than 0).
+  std::vector<torch::Tensor> uncounted;
 };
 
 // Scales the gradients of `parameters` in place so that their total norm is at

@@ -69,6 +69,19 @@ class Pipeline {
   // the failing stage's message; the gradients are then undefined (zero them).
   torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target);
 
+  // Forward only, without gradients and not micro-batched (evaluation):
+  // `input` is read on the first stage; returns the model's output on the last
+  // stage and an undefined tensor on the others. Collective over the group;
+  // throws c10::Error on every rank when any stage failed.
+  torch::Tensor infer(const torch::Tensor& input);
+
+  // Called before each op of step() with the op and its index in ops(), on
+  // the step's thread: e.g. to have data-parallel gradient averaging run in
+  // the stage's last backward only (paisoar/parallel/stage_sync.h). An
+  // exception from it fails the step as a layer's would.
+  using OpHook = std::function<void(const PipelineOp& op, size_t index)>;
+  void set_op_hook(OpHook hook) { op_hook_ = std::move(hook); }
+
   int stage() const { return stage_; }
   int num_stages() const { return stages_; }
   bool is_first() const { return stage_ == 0; }
@@ -94,6 +107,7 @@ class Pipeline {
   int stages_ = 1;
   std::string description_;  // "stage 1 of 3 (rank 1 of group 'world', layers 2-3)"
   std::vector<PipelineOp> ops_;
+  OpHook op_hook_;
   PipelineStepStats stats_;
 };
 

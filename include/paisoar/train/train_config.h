@@ -1,13 +1,14 @@
 // TrainConfig: everything `paisoar train --config` and the Trainer read, as
 // one struct with documented defaults. The YAML layout mirrors the struct
 // (model:, data:, train:, optimizer:, schedule:, amp:, distributed:, zero:,
-// activation_checkpointing:, checkpoint:, profiler:, eval:); configs/fashion_mnist.yaml is the example.
+// parallel:, activation_checkpointing:, checkpoint:, profiler:, eval:); configs/fashion_mnist.yaml is the example.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "paisoar/parallel/parallel_layout.h"
 #include "paisoar/train/config_schema.h"
 
 namespace paisoar::train {
@@ -77,6 +78,16 @@ struct ZeroConfig {
   bool prefetch = true;  // stage 3: gather the next layer while this one computes
 };
 
+// Model parallelism (docs/PARALLEL.md): the ranks as data x pipeline x
+// tensor, with data x pipeline x tensor = the world size.
+struct ParallelConfig {
+  int64_t data = 0;      // model replicas (DDP or ZeRO 1-2 between them); 0: world / (pipeline x tensor)
+  int64_t pipeline = 1;  // stages: the model's layers split by the profiled partition (mlp, fashion_cnn*)
+  int64_t tensor = 1;    // ranks each layer is split across, Megatron-style (model.name mlp)
+  int64_t micro_batches = 1;      // pipeline: micro-batches per step (replaces train.grad_accumulation)
+  std::string schedule = "1f1b";  // pipeline: 1f1b or gpipe
+};
+
 struct CheckpointConfig {
   std::string dir;          // "": <run_dir>/checkpoints
   int64_t every_steps = 0;  // 0: only at the end
@@ -114,6 +125,7 @@ struct TrainConfig {
   AmpConfig amp;
   DistributedConfig distributed;
   ZeroConfig zero;
+  ParallelConfig parallel;
   // Model regions (amp::in_region names, glob patterns such as "layer*")
   // whose activations are recomputed in backward instead of kept.
   std::vector<std::string> activation_checkpointing;
@@ -128,6 +140,10 @@ ConfigSchema schema_for(TrainConfig& config);
 // Checks the values together (ranges, batch divisible by ranks x accumulation).
 // Throws ConfigError naming the key.
 void validate(const TrainConfig& config, int64_t world_size);
+
+// parallel.data/pipeline/tensor with data 0 resolved against `world_size`
+// (the layout's check is validate's).
+parallel::ParallelLayout parallel_layout(const TrainConfig& config, int64_t world_size);
 
 // Reads `path` (may be empty: defaults) then applies each "key=value".
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/types.h>
 
 #include <functional>
@@ -28,6 +29,9 @@
 namespace paisoar::comm {
 class Communicator;
 }
+namespace paisoar::parallel {
+class HybridMesh;
+}
 
 namespace paisoar::train {
 
@@ -36,6 +40,10 @@ struct TrainTask {
   std::function<torch::Tensor(const torch::Tensor&)> forward;  // inputs -> logits
   std::shared_ptr<const data::Dataset> train_data;
   std::shared_ptr<const data::Dataset> eval_data;  // may be null: no evaluation
+  // The model as an ordered list of layers sharing task.model's modules:
+  // needed for parallel.pipeline > 1, where each rank trains only its stage's
+  // layers (the zoo sets it; null otherwise).
+  torch::nn::Sequential layers{nullptr};
   // (logits, labels) -> scalar loss; default cross entropy.
   std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;
   // Called on every rank after each optimizer step (and its checkpoint) with
@@ -68,19 +76,32 @@ struct TrainResult {
   double time_to_target_s = -1;
 };
 
+// With parallel.pipeline or parallel.tensor > 1 (docs/PARALLEL.md) the ranks
+// form a data x pipeline x tensor mesh: the loader splits the batch over the
+// data dimension, a pipeline stage trains its share of task.layers, the
+// model's tensor-parallel layers talk over tensor_group(), and DDP (or ZeRO
+// 1-2) averages each stage's gradients over the data dimension. After fit()
+// each rank's task.model holds the trained values of its own stage and shard.
+// Checkpoints are not written for such runs yet.
 class Trainer {
  public:
   // Validates the config against the communicator's world size (ConfigError).
+  // With model parallelism, builds the mesh: collective over `comm`.
   Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm);
+  ~Trainer();
 
   // Collective: every rank calls it with the same model architecture.
   TrainResult fit(const TrainTask& task);
 
   const TrainConfig& config() const { return config_; }
+  // The group a tensor-parallel model splits its layers over (make_task's
+  // argument); null without model parallelism.
+  std::shared_ptr<comm::Communicator> tensor_group() const;
 
  private:
   TrainConfig config_;
   std::shared_ptr<comm::Communicator> comm_;
+  std::shared_ptr<parallel::HybridMesh> mesh_;  // null without model parallelism
 };
 
 }  // namespace paisoar::train

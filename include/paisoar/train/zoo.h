@@ -13,6 +13,10 @@ namespace paisoar::train {
 // torch's generator with config.seed before building the model, so every rank
 // starts from the same weights (DDP broadcasts rank 0's anyway). Throws
 // ConfigError for an unknown name and data::DataError for missing data.
-TrainTask make_task(const TrainConfig& config);
+// parallel.tensor > 1 (mlp only) splits the model over `tensor_group`: pass
+// Trainer::tensor_group() (std::invalid_argument without it). parallel.pipeline
+// > 1 sets TrainTask::layers (mlp, fashion_cnn, fashion_cnn_bn).
+TrainTask make_task(const TrainConfig& config,
+                    const std::shared_ptr<comm::Communicator>& tensor_group = nullptr);
 
 }  // namespace paisoar::train

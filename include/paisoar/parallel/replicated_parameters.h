@@ -1,0 +1,18 @@
+// Which of a model's parameters a tensor-parallel group holds as identical
+// copies (everything no parallel layer splits: a RowParallelLinear's bias,
+// LayerNorms, plain layers), so a global gradient norm counts them once.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <vector>
+
+namespace paisoar::parallel {
+
+// The parameters of `module` (recursively) that are not a shard of a
+// ColumnParallelLinear, RowParallelLinear or VocabParallelEmbedding, in
+// module->parameters() order.
+std::vector<torch::Tensor> tensor_replicated_parameters(const torch::nn::Module& module);
+
+}  // namespace paisoar::parallel

@@ -1,0 +1,172 @@
+// The Trainer's `parallel:` config: pipeline, tensor and data parallelism
+// combined on thread-ranks train the same parameters as one rank does (each
+// rank holding its stage's shard), with gradient clipping over the split
+// model active; and every bad layout is a ConfigError naming the key.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <mutex>
+
+#include "paisoar/train/config_schema.h"
+#include "tests/pipeline/pipeline_testing.h"
+#include "tests/train/train_support.h"
+
+namespace paisoar {
+namespace {
+
+using paisoar::testing::have_fashion_mnist;
+using paisoar::testing::small_config;
+
+struct RankRun {
+  std::vector<torch::Tensor> initial, trained;
+  train::TrainResult result;
+};
+
+// Trains with `world` thread-ranks; every rank's parameters before and after.
+std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world) {
+  static std::mutex seed_mutex;  // make_task seeds torch's global generator
+  std::vector<RankRun> runs(world);
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    train::TrainTask task;
+    {
+      std::lock_guard<std::mutex> lock(seed_mutex);
+      task = train::make_task(c, trainer.tensor_group());
+    }
+    for (const auto& p : task.model->parameters()) runs[rank].initial.push_back(p.detach().clone());
+    runs[rank].result = trainer.fit(task);
+    for (const auto& p : task.model->parameters()) runs[rank].trained.push_back(p.detach().clone());
+  });
+  return runs;
+}
+
+// `full` cut to the shape of `shard`: tensor rank `rank`'s slice along the
+// one dimension where they differ (the whole tensor when none does).
+torch::Tensor shard_like(const torch::Tensor& full, const torch::Tensor& shard, int rank) {
+  for (int64_t d = 0; d < full.dim(); ++d) {
+    if (full.size(d) != shard.size(d)) return full.narrow(d, rank * shard.size(d), shard.size(d));
+  }
+  return full;
+}
+
+// Each parameter was trained by exactly data x tensor ranks (the replicas of
+// the stage that owns it) and equals the one-rank run's (its shard).
+void expect_same_training(const std::vector<RankRun>& runs, const RankRun& reference, int replicas_per_param,
+                          int tensor) {
+  constexpr double kTol = 1e-4;  // fp32; split sums and allreduces add in other orders
+  ASSERT_EQ(runs[0].trained.size(), reference.trained.size());
+  for (size_t i = 0; i < reference.trained.size(); ++i) {
+    int trained_by = 0;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (torch::equal(runs[r].initial[i], runs[r].trained[i])) continue;
+      ++trained_by;
+      const auto want = shard_like(reference.trained[i], runs[r].trained[i], static_cast<int>(r) % tensor);
+      EXPECT_LT((runs[r].trained[i] - want).abs().max().item<double>(), kTol) << "parameter " << i << " rank " << r;
+    }
+    EXPECT_EQ(trained_by, replicas_per_param) << "parameter " << i;
+  }
+  for (const auto& run : runs) {
+    EXPECT_NEAR(run.result.accuracy, reference.result.accuracy, 0.51);  // at most one of 200 samples
+  }
+}
+
+train::TrainConfig parallel_config(const std::string& model) {
+  auto c = small_config();
+  c.model.name = model;
+  c.train.max_steps = 6;
+  c.optimizer.clip_grad_norm = 0.5;  // small enough to clip: the norm spans every stage and shard
+  return c;
+}
+
+struct ParallelCase {
+  std::string name;
+  std::string model;
+  int world;
+  std::vector<std::string> sets;
+  int replicas_per_param;  // data x tensor
+  int tensor;
+};
+
+class TrainerParallel : public ::testing::TestWithParam<ParallelCase> {};
+
+TEST_P(TrainerParallel, TrainsTheSameParametersAsOneRank) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
+  const ParallelCase& pc = GetParam();
+  const train::TrainConfig base = parallel_config(pc.model);
+  const auto reference = train_ranks(base, 1);
+  train::TrainConfig c = base;
+  train::ConfigSchema schema = train::schema_for(c);
+  for (const auto& s : pc.sets) schema.set(s);
+  const auto runs = train_ranks(c, pc.world);
+  expect_same_training(runs, reference[0], pc.replicas_per_param, pc.tensor);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, TrainerParallel,
+    ::testing::Values(
+        ParallelCase{"Pipeline2xData2_1f1b", "mlp", 4, {"parallel.pipeline=2", "parallel.micro_batches=4"}, 2, 1},
+        ParallelCase{"Tensor2xData2", "mlp", 4, {"parallel.tensor=2"}, 4, 2},
+        ParallelCase{"Pipeline2xTensor2_gpipe", "mlp", 4,
+                     {"parallel.pipeline=2", "parallel.tensor=2", "parallel.micro_batches=2", "parallel.schedule=gpipe"},
+                     2, 2},
+        ParallelCase{"Pipeline2xData2_Zero2", "mlp", 4,
+                     {"parallel.pipeline=2", "parallel.micro_batches=2", "zero.stage=2"}, 2, 1},
+        ParallelCase{"Pipeline2_FashionCnn", "fashion_cnn", 2, {"parallel.pipeline=2", "parallel.micro_batches=4"}, 1,
+                     1}),
+    [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
+
+void expect_config_error(const train::TrainConfig& c, int64_t world, const std::string& key, const std::string& part) {
+  try {
+    train::validate(c, world);
+    ADD_FAILURE() << "expected a ConfigError naming " << key;
+  } catch (const train::ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind(key + ":", 0), 0u) << message;
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+TEST(TrainerParallelConfig, BadLayoutsAreConfigErrorsNamingTheKey) {
+  auto c = parallel_config("mlp");
+  c.parallel.pipeline = 3;
+  expect_config_error(c, 4, "parallel", "data 1 x pipeline 3 x tensor 1 = 3 ranks, but the world has 4");
+  c.parallel.pipeline = 2;
+  c.parallel.data = 1;
+  expect_config_error(c, 4, "parallel", "data 1 x pipeline 2 x tensor 1 = 2 ranks, but the world has 4");
+  c.parallel.data = 0;
+  c.train.grad_accumulation = 2;
+  expect_config_error(c, 4, "train.grad_accumulation", "set parallel.micro_batches instead");
+  c.train.grad_accumulation = 1;
+  c.parallel.micro_batches = 3;
+  expect_config_error(c, 4, "train.batch_size", "2 data-parallel ranks x 3 micro-batches");
+  c.parallel.micro_batches = 2;
+  c.zero.stage = 3;
+  expect_config_error(c, 4, "zero.stage", "use zero.stage 1 or 2");
+  c.zero.stage = 0;
+  c.parallel.pipeline = 1;
+  expect_config_error(c, 4, "parallel.micro_batches", "needs parallel.pipeline > 1");
+  c.parallel.micro_batches = 1;
+  EXPECT_NO_THROW(train::validate(c, 4));
+}
+
+TEST(TrainerParallelConfig, ModelsThatCannotBeSplitAreRefusedOnEveryRank) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
+  auto c = parallel_config("mlp");
+  c.parallel.pipeline = 4;  // the mlp has 3 layers
+  auto errors = paisoar::testing::rank_errors(4, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    trainer.fit(train::make_task(c, trainer.tensor_group()));
+  });
+  paisoar::testing::expect_every_rank_failed(errors, {"parallel.pipeline: 4 stages but the model has 3 layers"});
+  c.parallel.pipeline = 1;
+  c.parallel.tensor = 2;
+  c.model.name = "fashion_cnn";
+  errors = paisoar::testing::rank_errors(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    trainer.fit(train::make_task(c, trainer.tensor_group()));
+  });
+  paisoar::testing::expect_every_rank_failed(errors, {"parallel.tensor", "mlp"});
+}
+
+}  // namespace
+}  // namespace paisoar
