@@ -31,7 +31,7 @@ struct VocabParallelRowLoss : torch::autograd::Function<VocabParallelRowLoss> {
 
     // Only the rank whose columns hold a row's target contributes its logit.
     const torch::Tensor ignored = targets.eq(ignore_index);
-    const torch::Tensor owned = targets.ge(begin).logical_and(targets.lt(begin + width)).logical_and(ignored.logical_not());
+    const torch::Tensor owned = targets.ge(begin).logical_and(targets.lt(begin + width));
     const torch::Tensor local = (targets - begin).masked_fill(owned.logical_not(), 0);
     torch::Tensor exp = shifted.exp();
     torch::Tensor stats = torch::stack(
