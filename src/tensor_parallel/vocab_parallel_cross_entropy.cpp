@@ -27,19 +27,22 @@ struct VocabParallelRowLoss : torch::autograd::Function<VocabParallelRowLoss> {
 
     torch::Tensor row_max = x.amax(1);
     if (communicate) group->allreduce(row_max, comm::ReduceOp::Max).wait();
-    const torch::Tensor shifted = x - row_max.unsqueeze(1);
+    // One [rows, V/size] buffer beyond the input: shifted, then exp, then softmax in place.
+    torch::Tensor softmax = x - row_max.unsqueeze(1);
 
-    // Only the rank whose columns hold a row's target contributes its logit.
+    // Only the rank whose columns hold a row's target contributes its logit
+    // (ignored rows are masked out of the loss and the gradient below).
     const torch::Tensor ignored = targets.eq(ignore_index);
     const torch::Tensor owned = targets.ge(begin).logical_and(targets.lt(begin + width));
     const torch::Tensor local = (targets - begin).masked_fill(owned.logical_not(), 0);
-    torch::Tensor exp = shifted.exp();
-    torch::Tensor stats = torch::stack(
-        {exp.sum(1), shifted.gather(1, local.unsqueeze(1)).squeeze(1).masked_fill(owned.logical_not(), 0.0)});
+    const torch::Tensor target_part =
+        softmax.gather(1, local.unsqueeze(1)).squeeze(1).masked_fill(owned.logical_not(), 0.0);
+    softmax.exp_();
+    torch::Tensor stats = torch::stack({softmax.sum(1), target_part});
     if (communicate) group->allreduce(stats, comm::ReduceOp::Sum).wait();
     const torch::Tensor sum_exp = stats[0], target_shifted = stats[1];
 
-    torch::Tensor softmax = exp.div_(sum_exp.unsqueeze(1));
+    softmax.div_(sum_exp.unsqueeze(1));
     ctx->save_for_backward({softmax, local, owned, ignored});
     ctx->saved_data["dtype"] = logits.scalar_type();
     return (sum_exp.log() - target_shifted).masked_fill_(ignored, 0.0);
