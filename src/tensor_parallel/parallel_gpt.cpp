@@ -18,6 +18,10 @@ ParallelGptImpl::ParallelGptImpl(const models::GptOptions& options, Group group)
 }
 
 torch::Tensor ParallelGptImpl::forward(const torch::Tensor& idx) {
+  return gather_from_region(forward_logits_shard(idx), group_);  // vocabulary rows are contiguous per rank
+}
+
+torch::Tensor ParallelGptImpl::forward_logits_shard(const torch::Tensor& idx) {
   TORCH_CHECK(idx.dim() == 2 && idx.scalar_type() == torch::kLong, "ParallelGpt takes token ids [B, T] as int64, got ",
               idx.sizes(), " of ", idx.scalar_type());
   const int64_t T = idx.size(1);
@@ -26,8 +30,7 @@ torch::Tensor ParallelGptImpl::forward(const torch::Tensor& idx) {
   auto pos = torch::arange(T, idx.options());
   auto x = torch::dropout(wte(idx) + wpe(pos), options_.dropout, is_training());
   for (const auto& block : *h) x = block->as<ParallelGptBlock>()->forward(x);
-  auto local_logits = torch::nn::functional::linear(copy_to_region(ln_f(x), group_), wte->weight);
-  return gather_from_region(local_logits, group_);  // vocabulary rows are contiguous per rank
+  return torch::nn::functional::linear(copy_to_region(ln_f(x), group_), wte->weight);
 }
 
 void ParallelGptImpl::load_full(const models::GptImpl& full) {

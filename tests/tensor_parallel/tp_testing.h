@@ -1,6 +1,6 @@
 // Test support for tensor parallelism: the tolerance every comparison uses,
 // the full gradient of a GPT parameter from its shard,
-// an allclose that reports the largest difference, and an error-message check.
+// an allclose that reports the largest difference (at that tolerance or another), and an error-message check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,11 +19,16 @@ namespace paisoar::testing {
 constexpr double kTpRtol = 1e-4;
 constexpr double kTpAtol = 1e-5;
 
-inline void expect_tp_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+inline void expect_close(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol,
+                         const std::string& what) {
   ASSERT_TRUE(got.defined()) << what << ": undefined";
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  EXPECT_TRUE(torch::allclose(got, want, kTpRtol, kTpAtol))
+  EXPECT_TRUE(torch::allclose(got, want, rtol, atol))
       << what << ": max |difference| " << (got - want).abs().max().item<double>();
+}
+
+inline void expect_tp_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  expect_close(got, want, kTpRtol, kTpAtol, what);
 }
 
 // fn must throw c10::Error whose message holds every one of `parts`.

@@ -1,6 +1,7 @@
 // ParallelGpt: models::Gpt split across a tensor-parallel group: the token
 // embedding vocab-parallel, the blocks ParallelGptBlocks, and the lm_head tied
-// to the embedding's shard, its logits gathered to the full vocabulary.
+// to the embedding's shard, its logits gathered to the full vocabulary (or
+// left split for vocab_parallel_cross_entropy).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -24,6 +25,11 @@ class ParallelGptImpl : public torch::nn::Module {
  public:
   ParallelGptImpl(const models::GptOptions& options, Group group);
   torch::Tensor forward(const torch::Tensor& idx);
+  // The logits of this rank's vocabulary rows only, [B, T, vocab_size / size]
+  // (columns [r V/size, (r+1) V/size) of forward's), without the gather:
+  // train with vocab_parallel_cross_entropy(logits_shard, targets, group) so
+  // no rank holds [B, T, V]. forward(idx) is gather_from_region of this.
+  torch::Tensor forward_logits_shard(const torch::Tensor& idx);
 
   // This rank's shards of a full Gpt built with the same options.
   void load_full(const models::GptImpl& full);
