@@ -51,7 +51,11 @@ struct Message {
 class Outbox {
  public:
   explicit Outbox(std::shared_ptr<comm::Communicator> group) : group_(std::move(group)) {}
-  ~Outbox();  // waits for the sends still in flight; their errors are dropped
+  // Waits for the sends still in flight, dropping their errors. Reached without
+  // wait() only when the step threw (a receive failed): a send whose neighbour
+  // stopped receiving then blocks until the group's timeout, and after the
+  // first failure the rest are dropped unwaited.
+  ~Outbox();
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
   // Asynchronous; `tensor` is kept alive until its send completes. At most 8 dims.
