@@ -1,5 +1,5 @@
-// The header-then-payload protocol between neighbouring stages, with receives
-// posted ahead of use.
+// The header-then-payload protocol between neighbouring stages: receives
+// posted ahead of use, sends released by a waiter thread as they complete.
 #include "src/pipeline/stage_link.h"
 
 #include <c10/util/Exception.h>
@@ -19,28 +19,49 @@ torch::Tensor header() { return torch::zeros({kHeaderSize}, torch::kInt64); }
 }  // namespace
 
 void Outbox::post(const torch::Tensor& tensor, int peer, int tag) {
-  release_completed();
-  keep_alive_.push_back(tensor);
-  sends_.push_back(group_->send(tensor, peer, tag));
+  comm::Work work = group_->send(tensor, peer, tag);
+  const bool start = !waiter_.joinable();  // waiter_ is only touched from this thread
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(Pending{std::move(work), tensor});
+    if (start) closing_ = false;
+  }
+  if (start) {
+    waiter_ = std::thread([this] { wait_sends(); });
+  } else {
+    changed_.notify_one();
+  }
 }
 
-void Outbox::release_completed() {
-  size_t kept = 0;
-  for (size_t i = 0; i < sends_.size(); ++i) {
-    if (sends_[i].is_completed()) {
-      try {
-        sends_[i].wait();
-        continue;  // done: its tensor can go (1F1B's memory bound depends on it)
-      } catch (const std::exception&) {
-        // kept, so wait() reports it
-      }
+void Outbox::wait_sends() {
+  for (;;) {
+    Pending next;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return !pending_.empty() || closing_; });
+      if (pending_.empty()) return;  // closing_, and nothing left
+      next = std::move(pending_.front());
+      pending_.pop_front();
+      if (error_) continue;  // a send failed: the step fails; the rest are dropped, as wait() did
     }
-    sends_[kept] = std::move(sends_[i]);
-    keep_alive_[kept] = std::move(keep_alive_[i]);
-    ++kept;
+    try {
+      next.work.wait();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::current_exception();
+    }
+    // `next` goes here, outside the lock: its tensor is freed once the send is done.
   }
-  sends_.resize(kept);
-  keep_alive_.resize(kept);
+}
+
+void Outbox::join() {
+  if (!waiter_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  changed_.notify_one();
+  waiter_.join();
 }
 
 void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel) {
@@ -71,11 +92,13 @@ void Outbox::send_error(const std::string& text, int peer, Channel channel) {
 }
 
 void Outbox::wait() {
-  std::vector<comm::Work> sends;
-  sends.swap(sends_);
-  for (auto& work : sends) work.wait();
-  keep_alive_.clear();
+  join();
+  std::exception_ptr error;
+  std::swap(error, error_);
+  if (error) std::rethrow_exception(error);
 }
+
+Outbox::~Outbox() { join(); }
 
 Inbox::Inbox(std::shared_ptr<comm::Communicator> group, int peer, Channel channel, int count,
              torch::Device device)
