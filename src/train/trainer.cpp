@@ -111,6 +111,13 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole&
   return 100.0 * counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
 }
 
+// A plan's stage bounds as "0,2,3" (each stage's first layer, then the end).
+std::string bounds_text(const pipeline::PartitionPlan& plan) {
+  std::string text;
+  for (const auto& stage : plan.stages) text += std::to_string(stage.begin) + ",";
+  return text + (plan.stages.empty() ? "0" : std::to_string(plan.stages.back().end));
+}
+
 amp::PrecisionPolicy policy_of(const AmpConfig& amp) {
   amp::PrecisionPolicy policy;
   for (const auto& pattern : amp.fp32_modules) policy.add(pattern, amp::Precision::Full);
@@ -196,6 +203,12 @@ TrainResult Trainer::fit(const TrainTask& task) {
   if (c.train.max_steps > 0) total_steps = std::min(total_steps, c.train.max_steps);
 
   const double lr = optim::scaled_lr(c.optimizer.lr, c.train.batch_size, c.optimizer.lr_batch);
+  checkpoint::CheckpointOptions checkpoint_options;
+  checkpoint_options.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
+  checkpoint_options.every_steps = c.checkpoint.every_steps;
+  checkpoint_options.keep_last = c.checkpoint.keep_last;
+  checkpoint_options.rank = static_cast<int>(rank);
+  checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
   std::string report_plan;  // the pipeline's stages, printed by rank 0
   amp::GradScalerOptions scaler_options;
   scaler_options.enabled = c.amp.dtype == "fp16";
@@ -205,11 +218,22 @@ TrainResult Trainer::fit(const TrainTask& task) {
   // A pipeline: this rank trains its stage of task.layers; the loss (scaled
   // for fp16) is computed on the last stage inside the pipeline's step.
   std::optional<pipeline::Pipeline> pipe;
+  std::string pipeline_bounds;  // "0,2,3": saved with each checkpoint
   std::shared_ptr<torch::nn::Module> stage_model = task.model;  // what this rank trains
   if (c.parallel.pipeline > 1) {
-    const int64_t micro_rows = loader_options.batch_size / c.parallel.micro_batches;
-    const auto plan = plan_pipeline(task, c, micro_rows, model_device, *comm_);
-    if (lead) report_plan = plan.to_string();
+    // A resume cuts the stages where its checkpoint did; a new run profiles.
+    std::optional<std::vector<int>> bounds;
+    if (c.checkpoint.resume) bounds = checkpointed_pipeline_bounds(checkpoints);
+    pipeline::PartitionPlan plan;
+    if (bounds && static_cast<int64_t>(bounds->size()) == c.parallel.pipeline + 1 && task.layers) {
+      plan = pipeline::plan_from_bounds(std::vector<pipeline::LayerCost>(task.layers->size()), *bounds);
+      if (lead) report_plan = "pipeline plan: stage bounds " + bounds_text(plan) + ", as in the checkpoint resumed from";
+    } else {
+      const int64_t micro_rows = loader_options.batch_size / c.parallel.micro_batches;
+      plan = plan_pipeline(task, c, micro_rows, model_device, *comm_);
+      if (lead) report_plan = plan.to_string();
+    }
+    pipeline_bounds = bounds_text(plan);
     pipeline::PipelineOptions pipe_options;
     pipe_options.micro_batches = static_cast<int>(c.parallel.micro_batches);
     pipe_options.schedule = pipeline::parse_schedule(c.parallel.schedule);
@@ -240,22 +264,23 @@ TrainResult Trainer::fit(const TrainTask& task) {
   bool policy_checked = policy.empty() || pipe;
 
   // Resume before DDP's reducer exists: it then broadcasts the restored weights.
-  checkpoint::CheckpointOptions checkpoint_options;
-  checkpoint_options.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
-  checkpoint_options.every_steps = c.checkpoint.every_steps;
-  checkpoint_options.keep_last = c.checkpoint.keep_last;
-  checkpoint_options.rank = static_cast<int>(rank);
-  // Model-parallel runs write none yet: each rank holds a different part of the model.
-  const bool checkpointing = !mesh_;
-  std::optional<checkpoint::CheckpointManager> checkpoints;
-  if (checkpointing) checkpoints.emplace(open_checkpoints(checkpoint_options, comm_));
-  const TrainerState state{task.model.get(), &optimizer, &schedule, &scaler, sync.zero()};
+  TrainerState state{task.model.get(), &optimizer, &schedule, &scaler, sync.zero()};
+  if (mesh_) {
+    // Each rank holds a part: its stage's (shard of the) layers.
+    state.model = stage_model.get();
+    state.part_name = "p" + std::to_string(mesh_->pipeline_rank()) + "-t" + std::to_string(mesh_->tensor_rank());
+    state.part_group = data_comm;
+    state.world = comm_;
+    state.part_layout = "pipeline " + std::to_string(c.parallel.pipeline) + " x tensor " +
+                        std::to_string(c.parallel.tensor);
+    state.pipeline_bounds = pipeline_bounds;
+  }
   TrainResult result;
   std::string resumed_message;
   int64_t step = 0;
   data::LoaderPosition position;
-  if (checkpointing && c.checkpoint.resume) {
-    if (auto point = restore_trainer_state(*checkpoints, state, comm_)) {
+  if (c.checkpoint.resume) {
+    if (auto point = restore_trainer_state(checkpoints, state, comm_)) {
       step = point->step;
       position = point->loader;
       result.resumed_from = point->path;
@@ -291,9 +316,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
   if (mesh_) {
     report.message("parallel: " + mesh_->layout().to_string() +
                    (pipe ? ", " + std::to_string(c.parallel.micro_batches) + " micro-batches, " + c.parallel.schedule +
-                               " schedule; checkpoints are not written for model-parallel runs"
-                         : "; checkpoints are not written for model-parallel runs"));
-    if (!report_plan.empty()) report.message("pipeline stages (profiled):\n" + report_plan);
+                               " schedule" : ""));
+    if (!report_plan.empty()) report.message(report_plan);
   }
   profiler::ProfilerOptions profiler_options;
   profiler_options.enabled = c.profiler.enabled;
@@ -468,8 +492,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
         ++step;
         ++epoch_steps;
         loss_sum += step_loss;
-        if (checkpointing && checkpoints->due(step) &&
-            save_checkpoint(*checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text)) {
+        if (checkpoints.due(step) &&
+            save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text)) {
           saved_step = step;
         }
         if (task.on_step) task.on_step(step);
@@ -502,8 +526,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
   } catch (const comm::CommError& e) {
     throw progress.explain(e, step);
   }
-  if (checkpointing && saved_step != step) {
-    save_checkpoint(*checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
+  if (saved_step != step) {
+    save_checkpoint(checkpoints, comm_, c.checkpoint.on_error, state, step, loader.position(), config_text);
   }
   if (task.eval_data && result.accuracy < 0) {
     // Resumed from a run that had already finished: score what it left.

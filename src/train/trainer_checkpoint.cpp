@@ -1,6 +1,7 @@
 // Trainer checkpoints: the checkpoint subsystem's model/optimizer/RNG state
 // (under ZeRO: the RNG only, the rest in the shard directory that
-// "train.zero_shards" names) plus "schedule.*" and "scaler.*" tensors and
+// "train.zero_shards" names; under model parallelism in the parts directory
+// "train.parts" names) plus "schedule.*" and "scaler.*" tensors and
 // "train.*" metadata.
 #include "src/train/trainer_checkpoint.h"
 
@@ -10,8 +11,10 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
+#include "paisoar/checkpoint/safetensors.h"
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
@@ -54,20 +57,24 @@ int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
 }
 
 const char* const kShardKey = "train.zero_shards";
+const char* const kPartsKey = "train.parts";
+const char* const kPartLayoutKey = "train.part_layout";
+const char* const kBoundsKey = "train.pipeline_bounds";
+const char* const kPartFile = "part.safetensors";
 
-// The shard directory of step `step`'s checkpoint, relative to checkpoint.dir.
-std::string shard_dir_name(int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "zero-%012lld", static_cast<long long>(step));
+// The directory of step `step`'s shards ("zero") or parts ("parts"), relative to checkpoint.dir.
+std::string step_dir_name(const std::string& kind, int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "%s-%012lld", kind.c_str(), static_cast<long long>(step));
   return name;
 }
 
-// Rank 0, after a save: removes the shard directories that no kept step file names.
-void prune_shard_dirs(const checkpoint::CheckpointManager& manager) {
+// Rank 0, after a save: removes the `kind` directories that no kept step file names.
+void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::string& kind) {
   namespace fs = std::filesystem;
   std::set<std::string> kept;
-  for (const auto& f : manager.list()) kept.insert(shard_dir_name(f.step));
-  const std::regex pattern(R"(zero-\d{12})");
+  for (const auto& f : manager.list()) kept.insert(step_dir_name(kind, f.step));
+  const std::regex pattern(kind + R"(-\d{12})");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(manager.options().dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -78,6 +85,65 @@ void prune_shard_dirs(const checkpoint::CheckpointManager& manager) {
 std::string message_of(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   return c10_error ? c10_error->what_without_backtrace() : e.what();
+}
+
+// Collective over the world: every part written to <dir>/parts-<step>/<part_name>/
+// (by rank 0 of each part group, or by all of it as ZeRO shards), and every
+// rank knows it before the step file (the commit) is written. Returns the
+// directory's name.
+std::string save_part(const checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step) {
+  const std::string name = step_dir_name("parts", step);
+  const std::string dir = manager.options().dir + "/" + name + "/" + state.part_name;
+  if (state.world->rank() == 0) {
+    std::error_code ec;  // a leftover of an interrupted save of this step
+    std::filesystem::remove_all(manager.options().dir + "/" + name, ec);
+  }
+  state.world->barrier().wait();
+  std::string error;
+  try {
+    if (state.zero) {
+      zero::save_sharded(*state.zero, dir, {{"train.step", std::to_string(step)}});  // collective over the part group
+    } else if (state.part_group->rank() == 0) {
+      std::filesystem::create_directories(dir);
+      const auto c = checkpoint::capture_training_state({state.model, state.optimizer, false});
+      checkpoint::save_safetensors(dir + "/" + kPartFile, c.tensors, c.metadata);
+    }
+  } catch (const std::exception& e) {
+    error = "cannot write " + dir + ": " + message_of(e);
+  }
+  if (comm::any_rank(state.world, !error.empty())) {
+    throw std::runtime_error(!error.empty() ? error : "another rank could not write its part of the checkpoint of step " +
+                                                          std::to_string(step) + " (its error says why)");
+  }
+  return name;
+}
+
+// Puts this rank's part back from the parts directory `name` of checkpoint `c`.
+void restore_part(const checkpoint::CheckpointManager& manager, const TrainerState& state,
+                  const checkpoint::Checkpoint& c, const std::string& name) {
+  const auto layout = c.metadata.find(kPartLayoutKey);
+  const std::string written = layout == c.metadata.end() ? "?" : layout->second;
+  if (written != state.part_layout) {
+    throw std::runtime_error(c.source + " was written by a model split as " + written + "; this run splits it as " +
+                             state.part_layout + ". Resume with the parallel: settings it was written with, or "
+                             "point checkpoint.dir elsewhere to start over");
+  }
+  if (!std::regex_match(name, std::regex(R"(parts-\d{12})"))) {
+    throw std::runtime_error(c.source + ": metadata '" + kPartsKey + "' is '" + name +
+                             "', not a parts directory name; the checkpoint is damaged, remove it to resume from "
+                             "the one before");
+  }
+  const std::string dir = manager.options().dir + "/" + name + "/" + state.part_name;
+  try {
+    if (state.zero) {
+      zero::load_sharded(*state.zero, dir);
+    } else {
+      checkpoint::restore_training_state({state.model, state.optimizer, false},
+                                         checkpoint::load_safetensors(dir + "/" + kPartFile));
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume from " + c.source + " (this rank's part, " + dir + "): " + message_of(e));
+  }
 }
 
 }  // namespace
@@ -130,8 +196,13 @@ void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerSta
                                    {"train.loader_batch", std::to_string(loader.batch)},
                                    {"train.config", config_text}};
   checkpoint::TrainingState parts{state.model, state.optimizer, true};
-  if (state.zero) {
-    const std::string name = shard_dir_name(step);
+  if (!state.part_name.empty()) {
+    metadata[kPartsKey] = save_part(manager, state, step);
+    metadata[kPartLayoutKey] = state.part_layout;
+    if (!state.pipeline_bounds.empty()) metadata[kBoundsKey] = state.pipeline_bounds;
+    parts = {nullptr, nullptr, true};
+  } else if (state.zero) {
+    const std::string name = step_dir_name("zero", step);
     const std::string dir = manager.options().dir + "/" + name;
     if (manager.options().rank == 0) {
       std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
@@ -146,7 +217,8 @@ void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerSta
   add_prefixed(c.tensors, "schedule.", state.schedule->state_dict());
   add_prefixed(c.tensors, "scaler.", state.scaler->state_dict());
   manager.save(step, c);
-  if (state.zero && manager.options().rank == 0) prune_shard_dirs(manager);
+  if (manager.options().rank == 0 && !state.part_name.empty()) prune_step_dirs(manager, "parts");
+  if (manager.options().rank == 0 && state.zero && state.part_name.empty()) prune_step_dirs(manager, "zero");
 }
 
 std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
@@ -170,6 +242,23 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
   point.step = step;
   point.loader = {metadata_int(c, "train.loader_epoch"), metadata_int(c, "train.loader_batch")};
   point.path = c.source;
+  const auto parts = c.metadata.find(kPartsKey);
+  const bool parted = parts != c.metadata.end();
+  if (parted != !state.part_name.empty()) {
+    throw std::runtime_error(c.source + (parted ? " holds a model split by pipeline/tensor parallelism (" +
+                                                      (c.metadata.count(kPartLayoutKey) ? c.metadata.at(kPartLayoutKey)
+                                                                                        : std::string("?")) +
+                                                      "); resume it with the same parallel: settings"
+                                                : " holds a whole model; resume it without parallel.pipeline/tensor") +
+                             ", or point checkpoint.dir elsewhere to start over");
+  }
+  if (parted) {
+    restore_part(manager, state, c, parts->second);
+    checkpoint::restore_training_state({nullptr, nullptr, true}, c);
+    state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
+    state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
+    return point;
+  }
   const auto shards = c.metadata.find(kShardKey);
   const bool sharded = shards != c.metadata.end();
   if (sharded && !state.zero) {
@@ -199,6 +288,26 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
   state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
   state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
   return point;
+}
+
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(const checkpoint::CheckpointManager& manager) {
+  const auto loaded = manager.load_latest();
+  if (!loaded) return std::nullopt;
+  const auto it = loaded->checkpoint.metadata.find(kBoundsKey);
+  if (it == loaded->checkpoint.metadata.end()) return std::nullopt;
+  std::vector<int> bounds;
+  std::stringstream text(it->second);
+  std::string item;
+  while (std::getline(text, item, ',')) {
+    try {
+      bounds.push_back(std::stoi(item));
+    } catch (const std::logic_error&) {
+      throw std::runtime_error(loaded->checkpoint.source + ": metadata '" + kBoundsKey + "' is '" + it->second +
+                               "', not a list of layer indices; the checkpoint is damaged, remove it to resume from "
+                               "the one before");
+    }
+  }
+  return bounds;
 }
 
 }  // namespace paisoar::train

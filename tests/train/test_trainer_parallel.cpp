@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 
 #include "paisoar/train/config_schema.h"
@@ -23,7 +26,8 @@ struct RankRun {
 };
 
 // Trains with `world` thread-ranks; every rank's parameters before and after.
-std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world) {
+std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world,
+                                 std::function<void(int64_t)> on_step = nullptr) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<RankRun> runs(world);
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
@@ -33,6 +37,7 @@ std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world) {
       std::lock_guard<std::mutex> lock(seed_mutex);
       task = train::make_task(c, trainer.tensor_group());
     }
+    task.on_step = on_step;
     for (const auto& p : task.model->parameters()) runs[rank].initial.push_back(p.detach().clone());
     runs[rank].result = trainer.fit(task);
     for (const auto& p : task.model->parameters()) runs[rank].trained.push_back(p.detach().clone());
@@ -114,6 +119,71 @@ INSTANTIATE_TEST_SUITE_P(
         ParallelCase{"Pipeline2_FashionCnn", "fashion_cnn", 2, {"parallel.pipeline=2", "parallel.micro_batches=4"}, 1,
                      1}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
+
+std::vector<std::string> parts_dirs(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("parts-", 0) == 0) names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A model-parallel run killed after step 7 resumes from step 6's checkpoint
+// (every stage's and shard's part) and ends bit for bit where an
+// uninterrupted run ends; another split of the model is refused.
+TEST(TrainerParallelCheckpoint, KilledRunResumesExactly) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"parallel.pipeline=2", "parallel.tensor=2", "parallel.micro_batches=2"},
+        std::vector<std::string>{"parallel.pipeline=2", "parallel.micro_batches=4", "zero.stage=2"}}) {
+    SCOPED_TRACE(sets[1]);
+    auto c = parallel_config("mlp");
+    c.optimizer.name = "adamw";
+    c.optimizer.lr = 0.002;
+    c.train.max_steps = 0;
+    c.train.epochs = 2;  // 20 steps
+    c.data.augment = true;
+    c.checkpoint.every_steps = 3;
+    c.checkpoint.keep_last = 2;
+    c.checkpoint.resume = true;
+    train::ConfigSchema schema = train::schema_for(c);
+    for (const auto& s : sets) schema.set(s);
+    const std::string base = c.run_dir + "_parallel_resume";
+    std::filesystem::remove_all(base);
+    c.run_dir = base + "/straight";
+    const auto straight = train_ranks(c, 4);
+    c.run_dir = base + "/crashed";
+    EXPECT_THROW(train_ranks(c, 4, [](int64_t step) {
+                   if (step == 7) throw std::runtime_error("simulated crash");
+                 }),
+                 std::runtime_error);
+    const std::string dir = c.run_dir + "/checkpoints";
+    EXPECT_EQ(parts_dirs(dir), (std::vector<std::string>{"parts-000000000003", "parts-000000000006"}));
+    const auto resumed = train_ranks(c, 4);
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_NE(resumed[r].result.resumed_from.find("step-000000000006"), std::string::npos);
+      EXPECT_EQ(resumed[r].result.global_step, 20);
+      ASSERT_EQ(straight[r].trained.size(), resumed[r].trained.size());
+      for (size_t i = 0; i < straight[r].trained.size(); ++i) {
+        EXPECT_TRUE(torch::equal(straight[r].trained[i], resumed[r].trained[i])) << "rank " << r << " parameter " << i;
+      }
+    }
+    EXPECT_EQ(parts_dirs(dir), (std::vector<std::string>{"parts-000000000018", "parts-000000000020"}));
+
+    // Another split, or none, cannot take these parts.
+    auto other = c;
+    other.parallel = train::ParallelConfig{};
+    other.zero.stage = 0;
+    const auto errors = paisoar::testing::rank_errors(4, [&](int, std::shared_ptr<comm::Communicator> comm) {
+      train::Trainer trainer(other, comm);
+      trainer.fit(train::make_task(other, trainer.tensor_group()));
+    });
+    paisoar::testing::expect_every_rank_failed(errors, {"step-000000000020", "split by pipeline/tensor parallelism",
+                                                        "same parallel: settings"});
+    std::filesystem::remove_all(base);
+  }
+}
 
 void expect_config_error(const train::TrainConfig& c, int64_t world, const std::string& key, const std::string& part) {
   try {

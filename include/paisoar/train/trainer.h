@@ -82,7 +82,8 @@ struct TrainResult {
 // model's tensor-parallel layers talk over tensor_group(), and DDP (or ZeRO
 // 1-2) averages each stage's gradients over the data dimension. After fit()
 // each rank's task.model holds the trained values of its own stage and shard.
-// Checkpoints are not written for such runs yet.
+// Checkpoints hold every part (one file per stage and shard) and resume
+// with the same pipeline and tensor sizes.
 class Trainer {
  public:
   // Validates the config against the communicator's world size (ConfigError).
