@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "launch/free_port.h"
@@ -52,6 +53,29 @@ TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
   const auto at = r.out.find("step 10/10  loss ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;
+}
+
+// Hybrid parallelism end to end: configs/fashion_mnist_hybrid.yaml on 4
+// launched ranks (pipeline 2 x tensor 2), a short fp32 run: the plan is
+// printed, the loss falls below chance and every part is checkpointed.
+TEST(MainJob, TrainsTheHybridConfigOnFourRanks) {
+  const std::string run_dir = ::testing::TempDir() + "paisoar_hybrid_job_" + std::to_string(::getpid());
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "4", "--master_port", "0", "--omp_num_threads", "1",
+                             "--", PAISOAR_BIN, "train", "--config", PAISOAR_SOURCE_DIR "/configs/fashion_mnist_hybrid.yaml",
+                             "--set", "amp.dtype=fp32", "--set", "data.train_limit=1280", "--set",
+                             "data.eval_limit=200", "--set", "train.log_every=10", "--set", "checkpoint.every_steps=5",
+                             "--set", "run_dir=" + run_dir});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank0]: parallel: data 1 x pipeline 2 x tensor 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank0]: pipeline plan: 2 layers in 2 stages"), std::string::npos) << r.out;
+  const auto at = r.out.find("step 10/10  loss ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;
+  for (const char* part : {"p0-t0", "p0-t1", "p1-t0", "p1-t1"}) {
+    EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoints/parts-000000000010/" + part + "/part.safetensors"))
+        << part;
+  }
+  std::filesystem::remove_all(run_dir);
 }
 
 // `paisoar convert` end to end on Fashion-MNIST's test set: the summary, the
