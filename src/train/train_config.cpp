@@ -114,7 +114,7 @@ void validate(const TrainConfig& c, int64_t world_size) {
   const int64_t parts = layout.data * micro;
   require(c.train.batch_size % parts == 0, "train.batch_size",
           std::to_string(c.train.batch_size) + " does not split evenly over " + std::to_string(layout.data) +
-              " data-parallel ranks x " + std::to_string(micro) + " micro-batches; use a multiple of " +
+              (layout.model_parallel() ? " data-parallel replicas x " : " ranks x ") + std::to_string(micro) + " micro-batches; use a multiple of " +
               std::to_string(parts));
   require(c.optimizer.lr > 0, "optimizer.lr", "must be positive");
   require(c.optimizer.lr_batch >= 1, "optimizer.lr_batch", "must be at least 1");

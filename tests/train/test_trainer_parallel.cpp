@@ -208,7 +208,7 @@ TEST(TrainerParallelConfig, BadLayoutsAreConfigErrorsNamingTheKey) {
   expect_config_error(c, 4, "train.grad_accumulation", "set parallel.micro_batches instead");
   c.train.grad_accumulation = 1;
   c.parallel.micro_batches = 3;
-  expect_config_error(c, 4, "train.batch_size", "2 data-parallel ranks x 3 micro-batches");
+  expect_config_error(c, 4, "train.batch_size", "2 data-parallel replicas x 3 micro-batches");
   c.parallel.micro_batches = 2;
   c.zero.stage = 3;
   expect_config_error(c, 4, "zero.stage", "use zero.stage 1 or 2");
