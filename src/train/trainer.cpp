@@ -125,15 +125,20 @@ amp::PrecisionPolicy policy_of(const AmpConfig& amp) {
   return policy;
 }
 
+// The regions a model marked, for an error about a pattern that matched none.
+template <typename Names>
+std::string region_list(const Names& regions) {
+  std::string names;
+  for (const auto& r : regions) names += (names.empty() ? "" : ", ") + r;
+  return names.empty() ? "it marks none: see amp/precision_regions.h" : names;
+}
+
 // After the first forward: every pattern must have matched a region the model marks.
 void check_policy_matched(const amp::PrecisionPolicy& policy, const std::vector<std::string>& regions) {
   const auto unmatched = amp::unmatched_patterns(policy, regions);
   if (unmatched.empty()) return;
-  std::string names;
-  for (const auto& r : regions) names += (names.empty() ? "" : ", ") + r;
   throw ConfigError("amp.fp32_modules/amp.low_modules: '" + unmatched.front() +
-                    "' matches none of the model's precision regions (" +
-                    (names.empty() ? std::string("it marks none: see amp/precision_regions.h") : names) + ")");
+                    "' matches none of the model's precision regions (" + region_list(regions) + ")");
 }
 
 // After the first forward: every activation_checkpointing pattern must have
@@ -141,11 +146,8 @@ void check_policy_matched(const amp::PrecisionPolicy& policy, const std::vector<
 void check_checkpointing_matched(const memory::CheckpointRegions& regions) {
   const auto unmatched = regions.unmatched();
   if (unmatched.empty()) return;
-  std::string names;
-  for (const auto& r : regions.seen()) names += (names.empty() ? "" : ", ") + r;
-  throw ConfigError("activation_checkpointing: '" + unmatched.front() +
-                    "' matches none of the model's regions (" +
-                    (names.empty() ? std::string("it marks none: see amp/precision_regions.h") : names) + ")");
+  throw ConfigError("activation_checkpointing: '" + unmatched.front() + "' matches none of the model's regions (" +
+                    region_list(regions.seen()) + ")");
 }
 
 }  // namespace
