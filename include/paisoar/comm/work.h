@@ -23,7 +23,10 @@ class Work {
   // Blocks until done. Throws CommError naming the operation, rank and cause.
   // Calling wait() again after it returned is a no-op.
   void wait();
-  // True when the backend finished (wait() would not block).
+  // True when the backend finished (wait() would not block). Never true before
+  // wait() for send and recv on Gloo: c10d 1.13's Gloo send/recv works record
+  // completion only inside wait(). Wait on a thread of your own to act on
+  // completion (the pipeline's Outbox and Inbox do).
   bool is_completed() const;
 
  private:
