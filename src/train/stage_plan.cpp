@@ -1,5 +1,5 @@
 // plan_pipeline: a sample micro-batch from the training set, profile_layers,
-// partition_layers, broadcast_plan.
+// partition_layers, broadcast_plan; choose_plan: that or a checkpoint's bounds.
 #include "src/train/stage_plan.h"
 
 #include <torch/torch.h>
@@ -36,6 +36,27 @@ pipeline::PartitionPlan plan_pipeline(const TrainTask& task, const TrainConfig& 
   pipeline::PartitionPlan plan;
   if (world.rank() == 0) plan = pipeline::partition_layers(costs, static_cast<int>(stages));
   return pipeline::broadcast_plan(plan, world, 0);
+}
+
+pipeline::PartitionPlan choose_plan(const TrainTask& task, const TrainConfig& config, int64_t rows,
+                                    torch::Device device, comm::Communicator& world,
+                                    const std::optional<std::vector<int>>& checkpoint_bounds, std::string* description) {
+  const bool lead = world.rank() == 0;
+  if (checkpoint_bounds && static_cast<int64_t>(checkpoint_bounds->size()) == config.parallel.pipeline + 1 &&
+      task.layers) {
+    auto plan = pipeline::plan_from_bounds(std::vector<pipeline::LayerCost>(task.layers->size()), *checkpoint_bounds);
+    if (lead) *description = "pipeline plan: stage bounds " + bounds_text(plan) + ", as in the checkpoint resumed from";
+    return plan;
+  }
+  auto plan = plan_pipeline(task, config, rows, device, world);
+  if (lead) *description = plan.to_string();
+  return plan;
+}
+
+std::string bounds_text(const pipeline::PartitionPlan& plan) {
+  std::string text;
+  for (const auto& stage : plan.stages) text += std::to_string(stage.begin) + ",";
+  return text + (plan.stages.empty() ? "0" : std::to_string(plan.stages.back().end));
 }
 
 }  // namespace paisoar::train

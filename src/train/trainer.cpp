@@ -33,9 +33,10 @@
 #include "paisoar/profiler.h"
 #include "src/train/grad_sync.h"
 #include "src/train/memory_table.h"
-#include "src/train/range_view.h"
 #include "src/train/run_report.h"
+#include "src/train/region_checks.h"
 #include "src/train/stage_plan.h"
+#include "src/train/trainer_evaluate.h"
 #include "src/train/trainer_checkpoint.h"
 #include "src/util/fault_point.h"
 #include "src/util/heartbeat.h"
@@ -66,88 +67,6 @@ amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) 
                       "takes bf16 only); use bf16 or fp32 on the CPU");
   }
   return o;
-}
-
-// Who scores which evaluation samples: slice `index` of `count` contiguous
-// slices (the data-parallel coordinate), through `forward`, which returns the
-// logits (undefined on pipeline stages other than the last). Only ranks with
-// `counts` add their hits (one per replica: the last stage, tensor rank 0).
-struct EvalRole {
-  int64_t index = 0, count = 1;
-  bool counts = true;
-  std::function<torch::Tensor(const torch::Tensor&)> forward;
-};
-
-// Accuracy (percent) over `eval`; collective over `comm` (the world).
-double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole& role, int64_t workers,
-                const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit) {
-  const int64_t n = limit > 0 ? std::min(limit, task.eval_data->size()) : task.eval_data->size();
-  const int64_t begin = n * role.index / role.count, end = n * (role.index + 1) / role.count;
-  torch::Tensor counts = torch::zeros({2}, torch::kDouble);
-  if (end > begin) {
-    data::DataLoaderOptions o;
-    o.batch_size = 256;
-    o.workers = workers;
-    o.shuffle = false;
-    data::DataLoader loader(std::make_shared<RangeView>(task.eval_data, begin, end), o);
-    task.model->eval();
-    torch::NoGradGuard no_grad;
-    double correct = 0;
-    while (auto batch = loader.next()) {
-      amp::autocast guard(autocast_options);
-      amp::ActivePolicy pins(policy, autocast_options.device);
-      const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
-                                                             : task.model->parameters()[0].device();
-      const torch::Tensor logits = role.forward(batch->data.to(device));
-      if (role.counts) correct += logits.argmax(1).eq(batch->labels.to(device)).sum().item<double>();
-    }
-    task.model->train();
-    if (role.counts) {
-      counts[0] = correct;
-      counts[1] = static_cast<double>(end - begin);
-    }
-  }
-  comm.allreduce(counts).wait();
-  return 100.0 * counts[0].item<double>() / std::max(1.0, counts[1].item<double>());
-}
-
-// A plan's stage bounds as "0,2,3" (each stage's first layer, then the end).
-std::string bounds_text(const pipeline::PartitionPlan& plan) {
-  std::string text;
-  for (const auto& stage : plan.stages) text += std::to_string(stage.begin) + ",";
-  return text + (plan.stages.empty() ? "0" : std::to_string(plan.stages.back().end));
-}
-
-amp::PrecisionPolicy policy_of(const AmpConfig& amp) {
-  amp::PrecisionPolicy policy;
-  for (const auto& pattern : amp.fp32_modules) policy.add(pattern, amp::Precision::Full);
-  for (const auto& pattern : amp.low_modules) policy.add(pattern, amp::Precision::Low);
-  return policy;
-}
-
-// The regions a model marked, for an error about a pattern that matched none.
-template <typename Names>
-std::string region_list(const Names& regions) {
-  std::string names;
-  for (const auto& r : regions) names += (names.empty() ? "" : ", ") + r;
-  return names.empty() ? "it marks none: see amp/precision_regions.h" : names;
-}
-
-// After the first forward: every pattern must have matched a region the model marks.
-void check_policy_matched(const amp::PrecisionPolicy& policy, const std::vector<std::string>& regions) {
-  const auto unmatched = amp::unmatched_patterns(policy, regions);
-  if (unmatched.empty()) return;
-  throw ConfigError("amp.fp32_modules/amp.low_modules: '" + unmatched.front() +
-                    "' matches none of the model's precision regions (" + region_list(regions) + ")");
-}
-
-// After the first forward: every activation_checkpointing pattern must have
-// matched a region the model marks.
-void check_checkpointing_matched(const memory::CheckpointRegions& regions) {
-  const auto unmatched = regions.unmatched();
-  if (unmatched.empty()) return;
-  throw ConfigError("activation_checkpointing: '" + unmatched.front() + "' matches none of the model's regions (" +
-                    region_list(regions.seen()) + ")");
 }
 
 }  // namespace
@@ -226,15 +145,8 @@ TrainResult Trainer::fit(const TrainTask& task) {
     // A resume cuts the stages where its checkpoint did; a new run profiles.
     std::optional<std::vector<int>> bounds;
     if (c.checkpoint.resume) bounds = checkpointed_pipeline_bounds(checkpoints);
-    pipeline::PartitionPlan plan;
-    if (bounds && static_cast<int64_t>(bounds->size()) == c.parallel.pipeline + 1 && task.layers) {
-      plan = pipeline::plan_from_bounds(std::vector<pipeline::LayerCost>(task.layers->size()), *bounds);
-      if (lead) report_plan = "pipeline plan: stage bounds " + bounds_text(plan) + ", as in the checkpoint resumed from";
-    } else {
-      const int64_t micro_rows = loader_options.batch_size / c.parallel.micro_batches;
-      plan = plan_pipeline(task, c, micro_rows, model_device, *comm_);
-      if (lead) report_plan = plan.to_string();
-    }
+    const int64_t micro_rows = loader_options.batch_size / c.parallel.micro_batches;
+    const pipeline::PartitionPlan plan = choose_plan(task, c, micro_rows, model_device, *comm_, bounds, &report_plan);
     pipeline_bounds = bounds_text(plan);
     pipeline::PipelineOptions pipe_options;
     pipe_options.micro_batches = static_cast<int>(c.parallel.micro_batches);

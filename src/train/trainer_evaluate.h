@@ -1,0 +1,33 @@
+// The Trainer's evaluation pass: accuracy over the evaluation set, each
+// data-parallel replica scoring its own slice, through the model's forward or
+// a pipeline's forward-only pass.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "paisoar/amp/autocast.h"
+#include "paisoar/amp/precision_regions.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/train/trainer.h"
+
+namespace paisoar::train {
+
+// Who scores which evaluation samples: slice `index` of `count` contiguous
+// slices (the data-parallel coordinate), through `forward`, which returns the
+// logits (undefined on pipeline stages other than the last). Only ranks with
+// `counts` add their hits (one per replica: the last stage, tensor rank 0).
+struct EvalRole {
+  int64_t index = 0, count = 1;
+  bool counts = true;
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+};
+
+// Accuracy (percent) over the first `limit` evaluation samples (0: all), under
+// the run's autocast and precision policy. Collective over `comm` (the world).
+double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole& role, int64_t workers,
+                const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit);
+
+}  // namespace paisoar::train
