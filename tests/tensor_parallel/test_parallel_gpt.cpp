@@ -19,12 +19,7 @@ using paisoar::testing::run_ranks;
 class TpGpt : public ::testing::TestWithParam<int> {};
 
 TEST_P(TpGpt, ParallelGptMatchesGpt) {
-  models::GptOptions o;
-  o.vocab_size = 32;
-  o.block_size = 8;
-  o.n_layer = 2;
-  o.n_head = 4;
-  o.n_embd = 16;
+  const models::GptOptions o = paisoar::testing::small_gpt_options();
   torch::manual_seed(7);
   models::Gpt full(o);
   auto idx = torch::randint(0, 32, {2, 6}, torch::kLong);

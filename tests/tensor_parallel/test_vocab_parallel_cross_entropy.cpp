@@ -127,12 +127,7 @@ TEST_P(VocabParallelCe, Bf16LogitsComputeInFp32) {
 }
 
 TEST_P(VocabParallelCe, ParallelGptWithVocabParallelLossMatchesGpt) {
-  models::GptOptions o;
-  o.vocab_size = 32;
-  o.block_size = 8;
-  o.n_layer = 2;
-  o.n_head = 4;
-  o.n_embd = 16;
+  const models::GptOptions o = paisoar::testing::small_gpt_options();
   torch::manual_seed(7);
   models::Gpt full(o);
   auto idx = torch::randint(0, 32, {2, 6}, torch::kLong);

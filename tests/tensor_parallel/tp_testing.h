@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/models/gpt.h"
 #include "paisoar/tensor_parallel/sharding.h"
 
 namespace paisoar::testing {
@@ -29,6 +30,18 @@ inline void expect_close(const torch::Tensor& got, const torch::Tensor& want, do
 
 inline void expect_tp_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
   expect_close(got, want, kTpRtol, kTpAtol, what);
+}
+
+// The small GPT the comparisons split: 32 tokens, 2 layers, 4 heads, width 16
+// (every size divisible by 1, 2 and 4 ranks).
+inline models::GptOptions small_gpt_options() {
+  models::GptOptions o;
+  o.vocab_size = 32;
+  o.block_size = 8;
+  o.n_layer = 2;
+  o.n_head = 4;
+  o.n_embd = 16;
+  return o;
 }
 
 // fn must throw c10::Error whose message holds every one of `parts`.

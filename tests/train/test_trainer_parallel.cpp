@@ -45,6 +45,14 @@ std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world,
   return runs;
 }
 
+// Each rank's error from building a Trainer and fitting the zoo's task ("" if none).
+std::vector<std::string> fit_errors(const train::TrainConfig& c, int world) {
+  return paisoar::testing::rank_errors(world, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    trainer.fit(train::make_task(c, trainer.tensor_group()));
+  });
+}
+
 // `full` cut to the shape of `shard`: tensor rank `rank`'s slice along the
 // one dimension where they differ (the whole tensor when none does).
 torch::Tensor shard_like(const torch::Tensor& full, const torch::Tensor& shard, int rank) {
@@ -175,10 +183,7 @@ TEST(TrainerParallelCheckpoint, KilledRunResumesExactly) {
     auto other = c;
     other.parallel = train::ParallelConfig{};
     other.zero.stage = 0;
-    const auto errors = paisoar::testing::rank_errors(4, [&](int, std::shared_ptr<comm::Communicator> comm) {
-      train::Trainer trainer(other, comm);
-      trainer.fit(train::make_task(other, trainer.tensor_group()));
-    });
+    const auto errors = fit_errors(other, 4);
     paisoar::testing::expect_every_rank_failed(errors, {"step-000000000020", "split by pipeline/tensor parallelism",
                                                         "same parallel: settings"});
     std::filesystem::remove_all(base);
@@ -223,18 +228,12 @@ TEST(TrainerParallelConfig, ModelsThatCannotBeSplitAreRefusedOnEveryRank) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
   auto c = parallel_config("mlp");
   c.parallel.pipeline = 4;  // the mlp has 3 layers
-  auto errors = paisoar::testing::rank_errors(4, [&](int, std::shared_ptr<comm::Communicator> comm) {
-    train::Trainer trainer(c, comm);
-    trainer.fit(train::make_task(c, trainer.tensor_group()));
-  });
+  auto errors = fit_errors(c, 4);
   paisoar::testing::expect_every_rank_failed(errors, {"parallel.pipeline: 4 stages but the model has 3 layers"});
   c.parallel.pipeline = 1;
   c.parallel.tensor = 2;
   c.model.name = "fashion_cnn";
-  errors = paisoar::testing::rank_errors(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
-    train::Trainer trainer(c, comm);
-    trainer.fit(train::make_task(c, trainer.tensor_group()));
-  });
+  errors = fit_errors(c, 2);
   paisoar::testing::expect_every_rank_failed(errors, {"parallel.tensor", "mlp"});
 }
 
