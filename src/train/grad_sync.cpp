@@ -83,10 +83,13 @@ double GradSync::clip_grad_norm(double max_norm) {
     if (zero_) return zero_->clip_grad_norm_(max_norm);
     return optim::clip_grad_norm_(model_->parameters(), max_norm);
   }
+  return optim::clip_grad_norm_(split_->counted, max_norm, split_->options);
+}
+
+void GradSync::set_split_model_norm(const SplitModelNorm& norm) {
   std::unordered_set<const void*> skip;
-  for (const auto& p : split_->uncounted) skip.insert(p.unsafeGetTensorImpl());
-  optim::ClipGradNormOptions o;
-  std::vector<torch::Tensor> counted;
+  for (const auto& p : norm.uncounted) skip.insert(p.unsafeGetTensorImpl());
+  SplitClip clip;
   if (zero_) {
     // Each rank's shard is disjoint from every other rank's: the norm is over the world.
     std::vector<const void*> model_params;
@@ -94,17 +97,17 @@ double GradSync::clip_grad_norm(double max_norm) {
       if (p.requires_grad()) model_params.push_back(p.unsafeGetTensorImpl());
     }
     for (const auto& piece : zero_->shard()) {
-      (skip.count(model_params.at(piece.param)) ? o.uncounted : counted).push_back(piece.tensor);
+      (skip.count(model_params.at(piece.param)) ? clip.options.uncounted : clip.counted).push_back(piece.tensor);
     }
-    o.comm = split_->world;
+    clip.options.comm = norm.world;
   } else {
     // Every data-parallel replica holds the same averaged gradients: the norm is over one replica.
     for (const auto& p : model_->parameters()) {
-      (skip.count(p.unsafeGetTensorImpl()) ? o.uncounted : counted).push_back(p);
+      (skip.count(p.unsafeGetTensorImpl()) ? clip.options.uncounted : clip.counted).push_back(p);
     }
-    o.comm = split_->model_group;
+    clip.options.comm = norm.model_group;
   }
-  return optim::clip_grad_norm_(counted, max_norm, o);
+  split_ = std::move(clip);
 }
 
 const ddp::ReducerStats& GradSync::last_stats() const { return reducer_ ? reducer_->last_stats() : no_stats_; }

@@ -13,6 +13,7 @@
 
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/memory/memory_report.h"
+#include "paisoar/optim/grad_clip.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/zero/zero_optimizer.h"
 
@@ -53,7 +54,9 @@ class GradSync {
   // Clips the (unscaled) gradients to a global norm over all ranks; returns the norm.
   double clip_grad_norm(double max_norm);
   // The model is split across ranks: clip_grad_norm sums over its parts.
-  void set_split_model_norm(SplitModelNorm norm) { split_ = std::move(norm); }
+  // Call after the constructor (ZeRO's shard exists then); sorts the
+  // gradients into counted and uncounted once.
+  void set_split_model_norm(const SplitModelNorm& norm);
   // DDP's stats of the last backward; ZeRO: zeros (its reduce-scatters are not timed).
   const ddp::ReducerStats& last_stats() const;
 
@@ -74,7 +77,13 @@ class GradSync {
   zero::ZeroOptimizer* zero_ = nullptr;  // optimizer_, when ZeRO
   std::unique_ptr<ddp::GradientReducer> reducer_;
   ddp::ReducerStats no_stats_;
-  std::optional<SplitModelNorm> split_;
+  // set_split_model_norm's sorting: the tensors whose gradients the norm counts,
+  // and the options carrying the group and the uncounted copies.
+  struct SplitClip {
+    std::vector<torch::Tensor> counted;
+    optim::ClipGradNormOptions options;
+  };
+  std::optional<SplitClip> split_;
 };
 
 }  // namespace paisoar::train
