@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "paisoar/pipeline/stage_builder.h"
+#include "src/pipeline/link_shapes.h"
+#include "src/pipeline/stage_text.h"
 
 namespace paisoar::pipeline {
 namespace {
@@ -57,11 +59,14 @@ Pipeline::Pipeline(torch::nn::Sequential stage, int first_layer, int end_layer,
 }
 
 void Pipeline::check_agreement(int first_layer, int end_layer) {
+  links_ = std::make_shared<detail::StageLinks>();
   if (stages_ == 1) return;
-  constexpr int kFields = 4;
+  constexpr int kFields = 5;
+  const bool on_cpu = detail::stage_device(module_).is_cpu();
   torch::Tensor mine = torch::tensor({static_cast<int64_t>(options_.micro_batches),
                                       static_cast<int64_t>(options_.schedule),
-                                      static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer)});
+                                      static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer),
+                                      static_cast<int64_t>(on_cpu)});
   // allgather (c10d's own tags), not allgather_into (pairwise tags): see pipeline_step.cpp.
   torch::Tensor all = torch::empty({stages_, kFields}, torch::kInt64);
   std::vector<torch::Tensor> rows;
@@ -88,6 +93,14 @@ void Pipeline::check_agreement(int first_layer, int end_layer) {
       }
     }
   }
+  // A link posts payloads ahead only when both its ends are on the CPU (Gloo).
+  // NCCL runs a pair's sends and receives in the order they were issued, and a
+  // receive posted ahead could hold up a send the neighbour is waiting for.
+  const bool prev_cpu = stage_ > 0 && on_cpu && field(stage_ - 1, 4) != 0;
+  const bool next_cpu = stage_ + 1 < stages_ && on_cpu && field(stage_ + 1, 4) != 0;
+  links_ = std::make_shared<detail::StageLinks>();
+  links_->activations_in = links_->gradients_out = detail::LinkShapes(prev_cpu);
+  links_->activations_out = links_->gradients_in = detail::LinkShapes(next_cpu);
   const std::string text = problems.str();
   TORCH_CHECK(text.empty(), "pipeline: the ranks of group '", group_->name(),
               "' disagree on the pipeline; build every stage from the same plan and options:", text);

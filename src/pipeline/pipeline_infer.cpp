@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "paisoar/pipeline/pipeline.h"
+#include "src/pipeline/link_shapes.h"
 #include "src/pipeline/stage_link.h"
 #include "src/pipeline/stage_text.h"
 #include "src/pipeline/step_outcome.h"
@@ -14,6 +15,7 @@ namespace paisoar::pipeline {
 
 torch::Tensor Pipeline::infer(const torch::Tensor& input) {
   torch::NoGradGuard no_grad;
+  detail::begin_exchange(*links_, description_);
   std::string error;
   std::optional<detail::Inbox> from_prev;
   if (!is_first()) {
@@ -37,6 +39,10 @@ torch::Tensor Pipeline::infer(const torch::Tensor& input) {
               detail::message_of(e);
     }
   }
+  if (error.empty() && !is_last() && y.dim() > detail::kMaxDims) {
+    error = description_ + " failed in infer(): its output " + detail::describe(y) + " has more than " +
+            std::to_string(detail::kMaxDims) + " dimensions (reshape it)";
+  }
   detail::Outbox outbox(group_);
   if (!is_last()) {
     error.empty() ? outbox.send_tensor(y, stage_ + 1, detail::Channel::Activation)
@@ -44,6 +50,7 @@ torch::Tensor Pipeline::infer(const torch::Tensor& input) {
   }
   outbox.wait();
   const detail::StepOutcome outcome = detail::agree_on_outcome(*group_, error, 0.0);
+  links_->exchanging = false;
   TORCH_CHECK(!outcome.failed, "pipeline inference failed: ", outcome.error);
   return is_last() ? y : torch::Tensor();
 }

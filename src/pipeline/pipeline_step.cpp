@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "paisoar/pipeline/pipeline.h"
+#include "src/pipeline/link_shapes.h"
 #include "src/pipeline/stage_link.h"
 #include "src/pipeline/stage_text.h"
 #include "src/pipeline/step_outcome.h"
@@ -50,12 +51,16 @@ std::string split_batch(const torch::Tensor& batch, int parts, const char* what,
 class Pipeline::StepRun {
  public:
   StepRun(Pipeline& pipe, const torch::Tensor& input, const torch::Tensor& target)
-      : p_(pipe), m_(pipe.options_.micro_batches), outbox_(pipe.group_),
-        saved_in_(m_), saved_out_(m_) {
+      : p_(pipe), m_(pipe.options_.micro_batches), links_(*pipe.links_),
+        outbox_(pipe.group_, &links_.activations_out, &links_.gradients_out), saved_in_(m_), saved_out_(m_) {
     const torch::Device device = stage_device(p_.module_);
-    // Every receive of the step is posted now (see stage_link.h).
-    if (!p_.is_first()) from_prev_.emplace(p_.group_, p_.stage_ - 1, Channel::Activation, m_, device);
-    if (!p_.is_last()) from_next_.emplace(p_.group_, p_.stage_ + 1, Channel::Gradient, m_, device);
+    // The first receives are posted now, the rest as the step goes (see stage_link.h).
+    if (!p_.is_first()) {
+      from_prev_.emplace(p_.group_, p_.stage_ - 1, Channel::Activation, m_, device, &links_.activations_in);
+    }
+    if (!p_.is_last()) {
+      from_next_.emplace(p_.group_, p_.stage_ + 1, Channel::Gradient, m_, device, &links_.gradients_in);
+    }
     if (p_.is_first()) {
       const std::string why = split_batch(input, m_, "input", &inputs_);
       if (!why.empty()) fail("before the first micro-batch: " + why);
@@ -68,8 +73,6 @@ class Pipeline::StepRun {
   }
 
   void run(const PipelineOp& op, size_t index) {
-    if (from_prev_) from_prev_->poll();
-    if (from_next_) from_next_->poll();
     if (p_.op_hook_ && error_.empty()) {
       try {
         p_.op_hook_(op, index);
@@ -79,6 +82,9 @@ class Pipeline::StepRun {
       }
     }
     op.type == PipelineOp::Type::Forward ? forward(op.micro_batch) : backward(op.micro_batch);
+    // The op's sends are out; now the receives further ahead.
+    if (from_prev_) from_prev_->top_up();
+    if (from_next_) from_next_->top_up();
   }
 
   // Waits for the sends, then agrees with every stage on the outcome.
@@ -87,6 +93,7 @@ class Pipeline::StepRun {
     // One device-to-host copy per step, not one per micro-batch.
     const double loss = error_.empty() && loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
     const detail::StepOutcome outcome = detail::agree_on_outcome(*p_.group_, error_, loss);
+    links_.exchanging = false;  // every message went both ways: the links are in step
     p_.stats_.peak_in_flight = peak_in_flight_;
     TORCH_CHECK(!outcome.failed, "pipeline step failed: ", outcome.error,
                 outcome.failed_rank == p_.stage_ && own_error_
@@ -132,6 +139,11 @@ class Pipeline::StepRun {
              describe(x) + ": " + message_of(e));
       }
       p_.stats_.compute_s += seconds_since(start);
+      if (error_.empty() && !p_.is_last() && y.dim() > detail::kMaxDims) {
+        fail("in the forward of micro-batch " + std::to_string(m) + ": its output " + describe(y) + " has " +
+             std::to_string(y.dim()) + " dimensions; at most " + std::to_string(detail::kMaxDims) +
+             " can travel between stages (reshape it)");
+      }
     }
     peak_in_flight_ = std::max(peak_in_flight_, ++in_flight_);
     if (p_.is_last()) return;
@@ -204,6 +216,7 @@ class Pipeline::StepRun {
 
   Pipeline& p_;
   const int m_;
+  detail::StageLinks& links_;
   detail::Outbox outbox_;
   std::optional<detail::Inbox> from_prev_, from_next_;
   std::vector<torch::Tensor> inputs_, targets_;  // first / last stage: the micro-batches
@@ -220,6 +233,7 @@ class Pipeline::StepRun {
 torch::Tensor Pipeline::step(const torch::Tensor& input, const torch::Tensor& target) {
   const auto start = Clock::now();
   stats_ = PipelineStepStats{};
+  detail::begin_exchange(*links_, description_);
   StepRun run(*this, input, target);
   for (size_t i = 0; i < ops_.size(); ++i) run.run(ops_[i], i);
   try {

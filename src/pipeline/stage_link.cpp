@@ -9,12 +9,15 @@
 namespace paisoar::pipeline::detail {
 namespace {
 
-constexpr int kMaxDims = 8;
-// header: [status, dtype, ndim, dims[8], text length]
-constexpr int64_t kHeaderSize = 3 + kMaxDims + 1;
+// header: [status, dtype, ndim, dims[8], text length, payload posted ahead]
+constexpr int64_t kHeaderSize = 3 + kMaxDims + 2;
+constexpr int64_t kTextLength = 3 + kMaxDims, kPostedAhead = 4 + kMaxDims;
 constexpr int64_t kOk = 0, kFailed = 1;
+constexpr int kPostedTag = 1, kLateTag = 2;  // added to the channel's header tag
 
 torch::Tensor header() { return torch::zeros({kHeaderSize}, torch::kInt64); }
+
+int channel_slot(Channel channel) { return channel == Channel::Activation ? 0 : 1; }
 
 }  // namespace
 
@@ -64,6 +67,26 @@ void Outbox::join() {
   waiter_.join();
 }
 
+void Outbox::send_message(torch::Tensor h, const torch::Tensor& payload, int peer, Channel channel,
+                          const std::optional<MessageShape>& announced) {
+  const int slot = channel_slot(channel);
+  const int index = sent_[slot]++;
+  LinkShapes* shapes = shapes_[slot];
+  const std::optional<MessageShape> expected = shapes ? shapes->expected(index) : std::nullopt;
+  const bool fits = expected && announced && *expected == *announced;
+  const int tag = static_cast<int>(channel);
+  h.data_ptr<int64_t>()[kPostedAhead] = expected ? 1 : 0;
+  post(h, peer, tag);
+  if (fits) {
+    post(payload, peer, tag + kPostedTag);
+  } else {
+    // The receiver posted `expected`'s bytes: fill them, then send the message late.
+    if (expected) post(torch::empty({expected->nbytes()}, torch::kUInt8), peer, tag + kPostedTag);
+    if (payload.numel() > 0) post(payload, peer, tag + kLateTag);
+  }
+  if (shapes) shapes->record(index, announced);
+}
+
 void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel) {
   TORCH_CHECK(tensor.dim() <= kMaxDims, "pipeline: a stage's output has ", tensor.dim(),
               " dimensions; at most ", kMaxDims, " can travel between stages (reshape it)");
@@ -73,9 +96,7 @@ void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel)
   p[1] = static_cast<int64_t>(tensor.scalar_type());
   p[2] = tensor.dim();
   for (int64_t d = 0; d < tensor.dim(); ++d) p[3 + d] = tensor.size(d);
-  const int tag = static_cast<int>(channel);
-  post(h, peer, tag);
-  if (tensor.numel() > 0) post(tensor.contiguous(), peer, tag + 1);
+  send_message(h, tensor.contiguous(), peer, channel, MessageShape::of(tensor));
 }
 
 void Outbox::send_error(const std::string& text, int peer, Channel channel) {
@@ -83,12 +104,10 @@ void Outbox::send_error(const std::string& text, int peer, Channel channel) {
   torch::Tensor h = header();
   auto* p = h.data_ptr<int64_t>();
   p[0] = kFailed;
-  p[kHeaderSize - 1] = static_cast<int64_t>(text.size());
-  const int tag = static_cast<int>(channel);
-  post(h, peer, tag);
+  p[kTextLength] = static_cast<int64_t>(text.size());
   torch::Tensor bytes = torch::empty({static_cast<int64_t>(text.size())}, torch::kUInt8);
   std::memcpy(bytes.data_ptr(), text.data(), text.size());
-  post(bytes, peer, tag + 1);
+  send_message(h, bytes, peer, channel, std::nullopt);
 }
 
 void Outbox::wait() {
@@ -101,60 +120,72 @@ void Outbox::wait() {
 Outbox::~Outbox() { join(); }
 
 Inbox::Inbox(std::shared_ptr<comm::Communicator> group, int peer, Channel channel, int count,
-             torch::Device device)
-    : group_(std::move(group)), peer_(peer), tag_(static_cast<int>(channel)), device_(device) {
-  for (int i = 0; i < count; ++i) {
-    Slot slot;
-    slot.header = header();
-    slot.header_work = group_->recv(slot.header, peer_, tag_);
-    slots_.push_back(std::move(slot));
+             torch::Device device, LinkShapes* shapes)
+    : group_(std::move(group)), peer_(peer), tag_(static_cast<int>(channel)), count_(count),
+      device_(device), shapes_(shapes), slots_(count) {
+  top_up();
+}
+
+void Inbox::post(int index) {
+  Slot& slot = slots_[index];
+  slot.header = header();
+  slot.header_work = group_->recv(slot.header, peer_, tag_);
+  slot.expected = shapes_ ? shapes_->expected(index) : std::nullopt;
+  if (slot.expected) {
+    slot.payload = torch::empty(slot.expected->sizes, torch::TensorOptions().dtype(slot.expected->dtype).device(device_));
+    slot.payload_work = group_->recv(slot.payload, peer_, tag_ + kPostedTag);
   }
 }
 
-void Inbox::post_payload(Slot& slot) {
-  const auto* p = slot.header.data_ptr<int64_t>();
-  if (p[0] == kFailed) {
-    slot.payload = torch::empty({p[kHeaderSize - 1]}, torch::kUInt8);
+void Inbox::top_up() {
+  while (posted_ < count_ && posted_ <= taken_ + kWindow) post(posted_++);
+}
+
+torch::Tensor Inbox::receive_late(const Slot& slot, const std::optional<MessageShape>& announced) {
+  torch::Tensor late;
+  if (announced) {
+    late = torch::empty(announced->sizes, torch::TensorOptions().dtype(announced->dtype).device(device_));
   } else {
-    TORCH_CHECK(p[0] == kOk && p[2] >= 0 && p[2] <= kMaxDims,
-                "pipeline: a malformed message header came from rank ", peer_,
-                "; do both ranks run the same paisoar build?");
-    std::vector<int64_t> shape(p + 3, p + 3 + p[2]);
-    const auto dtype = static_cast<torch::ScalarType>(p[1]);
-    slot.payload = torch::empty(shape, torch::TensorOptions().dtype(dtype).device(device_));
+    late = torch::empty({slot.header.data_ptr<int64_t>()[kTextLength]}, torch::kUInt8);
   }
-  if (slot.payload.numel() > 0) slot.payload_work = group_->recv(slot.payload, peer_, tag_ + 1);
-}
-
-void Inbox::poll() {
-  while (payloads_posted_ < slots_.size() && slots_[payloads_posted_].header_work.is_completed()) {
-    Slot& slot = slots_[payloads_posted_];
-    slot.header_work.wait();  // completed: returns at once, or throws its error
-    post_payload(slot);
-    ++payloads_posted_;
-  }
+  if (late.numel() > 0) group_->recv(late, peer_, tag_ + kLateTag).wait();
+  return late;
 }
 
 Message Inbox::take() {
-  TORCH_INTERNAL_ASSERT(taken_ < slots_.size(), "pipeline: more receives than the schedule has");
-  // Payloads are posted in message order, so every earlier one goes first.
-  while (payloads_posted_ <= taken_) {
-    Slot& slot = slots_[payloads_posted_];
-    slot.header_work.wait();
-    post_payload(slot);
-    ++payloads_posted_;
+  TORCH_INTERNAL_ASSERT(taken_ < count_, "pipeline: more receives than the schedule has");
+  const int index = taken_++;
+  while (posted_ <= index) post(posted_++);  // had no top_up() posted it
+  Slot& slot = slots_[index];
+  slot.header_work.wait();
+  const auto* p = slot.header.data_ptr<int64_t>();
+  const bool failed = p[0] == kFailed;
+  TORCH_CHECK(failed || (p[0] == kOk && p[2] >= 0 && p[2] <= kMaxDims),
+              "pipeline: a malformed message header came from rank ", peer_,
+              "; do both ranks run the same paisoar build?");
+  TORCH_CHECK((p[kPostedAhead] != 0) == slot.expected.has_value(), "pipeline: rank ", peer_,
+              " and this rank disagree on what they remember of message ", index,
+              " (the links are out of step); do both ranks run the same paisoar build?");
+  std::optional<MessageShape> announced;
+  if (!failed) {
+    announced = MessageShape{static_cast<torch::ScalarType>(p[1]), std::vector<int64_t>(p + 3, p + 3 + p[2])};
   }
-  Slot& slot = slots_[taken_++];
-  slot.payload_work.wait();
   Message msg;
-  if (slot.header.data_ptr<int64_t>()[0] == kFailed) {
-    msg.failed = true;
-    msg.error.assign(static_cast<const char*>(slot.payload.data_ptr()),
-                     static_cast<size_t>(slot.payload.numel()));
-  } else {
+  if (slot.expected && announced && *slot.expected == *announced) {
+    slot.payload_work.wait();
     msg.tensor = slot.payload;
+  } else {
+    if (slot.expected) slot.payload_work.wait();  // the filler
+    torch::Tensor late = receive_late(slot, announced);
+    if (failed) {
+      msg.failed = true;
+      msg.error.assign(static_cast<const char*>(late.data_ptr()), static_cast<size_t>(late.numel()));
+    } else {
+      msg.tensor = late;
+    }
   }
-  slot.header = slot.payload = torch::Tensor();  // the slot's buffers are the caller's now
+  if (shapes_) shapes_->record(index, announced);
+  slot = Slot();  // the buffers are the caller's now
   return msg;
 }
 

@@ -23,7 +23,6 @@ namespace {
 
 constexpr double kRtol = 1e-5, kAtol = 1e-6;
 constexpr int kSeed = 11;
-constexpr int kSteps = 2;
 constexpr double kLr = 0.1;
 
 PartitionPlan plan_for(int stages) {
@@ -35,16 +34,20 @@ struct Batch {
   torch::Tensor x, y;
 };
 
-std::vector<Batch> make_batches(int rows, int seed) {
+// One batch per entry of `rows`, of that many rows.
+std::vector<Batch> make_batches(const std::vector<int>& rows, int seed) {
   torch::manual_seed(seed);
   std::vector<Batch> out;
-  for (int s = 0; s < kSteps; ++s) out.push_back({torch::randn({rows, 8}), torch::randint(4, {rows})});
+  for (int r : rows) out.push_back({torch::randn({r, 8}), torch::randint(4, {r})});
   return out;
 }
 
-// Runs kSteps pipeline steps with SGD and checks each against the reference.
-void expect_pipeline_matches(int stages, int micro_batches, Schedule schedule, int rows) {
-  const auto batches = make_batches(rows, 5);
+// Runs a pipeline step with SGD per entry of `rows` (default: two steps of
+// `rows` rows) and checks each against the reference.
+void expect_pipeline_matches(int stages, int micro_batches, Schedule schedule, int rows,
+                             std::vector<int> rows_per_step = {}) {
+  if (rows_per_step.empty()) rows_per_step = {rows, rows};
+  const auto batches = make_batches(rows_per_step, 5);
   std::mutex mutex;
   auto whole = seeded_model(mutex, make_pipeline_mlp, kSeed);
   torch::optim::SGD whole_opt(whole->parameters(), kLr);
@@ -61,7 +64,7 @@ void expect_pipeline_matches(int stages, int micro_batches, Schedule schedule, i
     options.schedule = schedule;
     Pipeline pipe(model, plan, comm, pipeline_loss, options);
     torch::optim::SGD opt(pipe.parameters(), kLr);
-    for (int s = 0; s < kSteps; ++s) {
+    for (size_t s = 0; s < batches.size(); ++s) {
       SCOPED_TRACE("rank " + std::to_string(rank) + " step " + std::to_string(s));
       opt.zero_grad();
       const bool first = pipe.is_first(), last = pipe.is_last();
@@ -113,6 +116,15 @@ TEST(PipelineEquivalenceUneven, MicroBatchesOfUnequalSizeAreWeightedByRows) {
   expect_pipeline_matches(2, 4, Schedule::GPipe, 10);
 }
 
+TEST(PipelineEquivalenceShapes, BatchesThatChangeSizeBetweenStepsMatchTheWholeModel) {
+  // The stages post each step's receives from the last step's shapes; these
+  // change (16 rows in 4 micro-batches of 4, then 10 as 3, 3, 2, 2, then 7 as
+  // 2, 2, 2, 1) and come back, and every step still equals the whole model.
+  const std::vector<int> rows = {16, 16, 10, 16, 7, 7};
+  expect_pipeline_matches(3, 4, Schedule::OneFOneB, 0, rows);
+  expect_pipeline_matches(2, 4, Schedule::GPipe, 0, rows);
+}
+
 TEST(PipelineEquivalenceMesh, TwoPipelinesAcrossADataDimensionMatchTheWholeBatch) {
   // World 4 = data 2 x pipe 2: ranks {0,1} and {2,3} are pipelines; each takes
   // half the batch, then gradients are averaged across the data dimension.
@@ -141,7 +153,7 @@ TEST(PipelineEquivalenceMesh, TwoPipelinesAcrossADataDimensionMatchTheWholeBatch
 }
 
 TEST(PipelineEquivalenceSingle, OneStageIsPlainGradientAccumulation) {
-  const auto batches = make_batches(12, 9);
+  const auto batches = make_batches({12, 12}, 9);
   std::mutex mutex;
   const auto ref = reference_step(seeded_model(mutex, make_pipeline_mlp, kSeed), batches[0].x, batches[0].y);
   std::vector<LayerCost> unit(7, LayerCost{"", 1.0, 1});
@@ -174,7 +186,7 @@ TEST(PipelineEquivalenceFactory, EachRankBuildsOnlyItsLayersAndMatches) {
   std::mutex mutex;
   nn::Sequential whole;
   for (int i = 0; i < 5; ++i) whole->push_back(std::to_string(i), make_layer(i));
-  const auto batches = make_batches(8, 4);
+  const auto batches = make_batches({8, 8}, 4);
   const auto ref = reference_step(whole, batches[0].x, batches[0].y);
   paisoar::testing::run_ranks(3, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
     std::vector<int> built;

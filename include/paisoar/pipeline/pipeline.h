@@ -17,6 +17,10 @@
 
 namespace paisoar::pipeline {
 
+namespace detail {
+struct StageLinks;  // src/pipeline/link_shapes.h
+}  // namespace detail
+
 // loss_fn(output of the last stage for one micro-batch, that micro-batch's
 // targets) -> a one-element tensor, e.g. torch::cross_entropy_loss (mean).
 using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
@@ -44,7 +48,11 @@ struct PipelineStepStats {
 // check that their options and layer ranges agree) and calls step() the same
 // number of times; group rank s runs stage s. The stages' modules, placed on
 // one device each, are the caller's: Pipeline does not move or own them beyond
-// holding a reference. Thread safety: one thread per Pipeline at a time.
+// holding a reference; place them before constructing it (stages on the CPU
+// post their receives ahead from the last step's shapes, a choice made here).
+// A step that stopped on a communication error (a timeout, a lost peer)
+// leaves the links out of step: later calls throw; build a new Pipeline on a
+// new group. Thread safety: one thread per Pipeline at a time.
 // The group may be a subgroup of a larger world (e.g. the "pipe" dimension of a
 // DeviceMesh), so data parallelism can run across pipelines.
 class Pipeline {
@@ -109,6 +117,8 @@ class Pipeline {
   std::vector<PipelineOp> ops_;
   OpHook op_hook_;
   PipelineStepStats stats_;
+  // What this stage's links remember between steps (shared by copies of this Pipeline).
+  std::shared_ptr<detail::StageLinks> links_;
 };
 
 }  // namespace paisoar::pipeline
