@@ -1,21 +1,42 @@
 // The header-then-payload protocol between neighbouring stages: receives
-// posted ahead of use, sends released by a waiter thread as they complete.
+// posted ahead of use, small payloads inside the header message, sends
+// released by a waiter thread as they complete.
 #include "src/pipeline/stage_link.h"
 
 #include <c10/util/Exception.h>
 
 #include <cstring>
+#include <functional>
 
 namespace paisoar::pipeline::detail {
 namespace {
 
-// header: [status, dtype, ndim, dims[8], text length, payload posted ahead]
-constexpr int64_t kHeaderSize = 3 + kMaxDims + 2;
-constexpr int64_t kTextLength = 3 + kMaxDims, kPostedAhead = 4 + kMaxDims;
+// The header message: kHeaderBytes of int64 fields [status, dtype, ndim,
+// dims[8], text length, layout], then the inline payload's bytes, if any.
+constexpr int64_t kHeaderBytes = 128;  // keeps the inline payload 16-byte aligned
+constexpr int64_t kTextLength = 3 + kMaxDims, kLayoutField = 4 + kMaxDims;
 constexpr int64_t kOk = 0, kFailed = 1;
 constexpr int kPostedTag = 1, kLateTag = 2;  // added to the channel's header tag
 
-torch::Tensor header() { return torch::zeros({kHeaderSize}, torch::kInt64); }
+// Where a message's bytes go, decided alike on both ends from what the link
+// expects: nothing expected (kLate), a payload receive posted ahead
+// (kPosted), or a small payload inside the header message (kInline).
+enum Layout : int64_t { kLate = 0, kPosted = 1, kInline = 2 };
+
+int64_t* fields(const torch::Tensor& header) { return reinterpret_cast<int64_t*>(header.data_ptr<uint8_t>()); }
+
+Layout layout_for(const std::optional<MessageShape>& expected) {
+  if (!expected) return kLate;
+  return expected->nbytes() <= Inbox::kInlineBytes ? kInline : kPosted;
+}
+
+// A zeroed header message with room for `expected`'s bytes when they go inline.
+torch::Tensor header_for(Layout layout, const std::optional<MessageShape>& expected) {
+  const int64_t inline_bytes = layout == kInline ? expected->nbytes() : 0;
+  torch::Tensor h = torch::zeros({kHeaderBytes + inline_bytes}, torch::kUInt8);
+  fields(h)[kLayoutField] = layout;
+  return h;
+}
 
 int channel_slot(Channel channel) { return channel == Channel::Activation ? 0 : 1; }
 
@@ -67,47 +88,46 @@ void Outbox::join() {
   waiter_.join();
 }
 
-void Outbox::send_message(torch::Tensor h, const torch::Tensor& payload, int peer, Channel channel,
-                          const std::optional<MessageShape>& announced) {
+void Outbox::send_message(const torch::Tensor& payload, int peer, Channel channel,
+                          const std::optional<MessageShape>& announced, const std::function<void(int64_t*)>& describe) {
   const int slot = channel_slot(channel);
   const int index = sent_[slot]++;
   LinkShapes* shapes = shapes_[slot];
   const std::optional<MessageShape> expected = shapes ? shapes->expected(index) : std::nullopt;
+  const Layout layout = layout_for(expected);
   const bool fits = expected && announced && *expected == *announced;
   const int tag = static_cast<int>(channel);
-  h.data_ptr<int64_t>()[kPostedAhead] = expected ? 1 : 0;
-  post(h, peer, tag);
-  if (fits) {
-    post(payload, peer, tag + kPostedTag);
-  } else {
-    // The receiver posted `expected`'s bytes: fill them, then send the message late.
-    if (expected) post(torch::empty({expected->nbytes()}, torch::kUInt8), peer, tag + kPostedTag);
-    if (payload.numel() > 0) post(payload, peer, tag + kLateTag);
+  torch::Tensor h = header_for(layout, expected);
+  describe(fields(h));
+  if (layout == kInline && fits) {
+    std::memcpy(h.data_ptr<uint8_t>() + kHeaderBytes, payload.data_ptr(), expected->nbytes());
   }
+  post(h, peer, tag);
+  // A posted payload is filled: with the message when it fits, else with as many bytes.
+  if (layout == kPosted) post(fits ? payload : torch::empty({expected->nbytes()}, torch::kUInt8), peer, tag + kPostedTag);
+  if (!fits && payload.numel() > 0) post(payload, peer, tag + kLateTag);
   if (shapes) shapes->record(index, announced);
 }
 
 void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel) {
   TORCH_CHECK(tensor.dim() <= kMaxDims, "pipeline: a stage's output has ", tensor.dim(),
               " dimensions; at most ", kMaxDims, " can travel between stages (reshape it)");
-  torch::Tensor h = header();
-  auto* p = h.data_ptr<int64_t>();
-  p[0] = kOk;
-  p[1] = static_cast<int64_t>(tensor.scalar_type());
-  p[2] = tensor.dim();
-  for (int64_t d = 0; d < tensor.dim(); ++d) p[3 + d] = tensor.size(d);
-  send_message(h, tensor.contiguous(), peer, channel, MessageShape::of(tensor));
+  send_message(tensor.contiguous(), peer, channel, MessageShape::of(tensor), [&](int64_t* p) {
+    p[0] = kOk;
+    p[1] = static_cast<int64_t>(tensor.scalar_type());
+    p[2] = tensor.dim();
+    for (int64_t d = 0; d < tensor.dim(); ++d) p[3 + d] = tensor.size(d);
+  });
 }
 
 void Outbox::send_error(const std::string& text, int peer, Channel channel) {
   TORCH_INTERNAL_ASSERT(!text.empty());
-  torch::Tensor h = header();
-  auto* p = h.data_ptr<int64_t>();
-  p[0] = kFailed;
-  p[kTextLength] = static_cast<int64_t>(text.size());
   torch::Tensor bytes = torch::empty({static_cast<int64_t>(text.size())}, torch::kUInt8);
   std::memcpy(bytes.data_ptr(), text.data(), text.size());
-  send_message(h, bytes, peer, channel, std::nullopt);
+  send_message(bytes, peer, channel, std::nullopt, [&](int64_t* p) {
+    p[0] = kFailed;
+    p[kTextLength] = static_cast<int64_t>(text.size());
+  });
 }
 
 void Outbox::wait() {
@@ -128,10 +148,11 @@ Inbox::Inbox(std::shared_ptr<comm::Communicator> group, int peer, Channel channe
 
 void Inbox::post(int index) {
   Slot& slot = slots_[index];
-  slot.header = header();
-  slot.header_work = group_->recv(slot.header, peer_, tag_);
   slot.expected = shapes_ ? shapes_->expected(index) : std::nullopt;
-  if (slot.expected) {
+  const Layout layout = layout_for(slot.expected);
+  slot.header = header_for(layout, slot.expected);
+  slot.header_work = group_->recv(slot.header, peer_, tag_);
+  if (layout == kPosted) {
     slot.payload = torch::empty(slot.expected->sizes, torch::TensorOptions().dtype(slot.expected->dtype).device(device_));
     slot.payload_work = group_->recv(slot.payload, peer_, tag_ + kPostedTag);
   }
@@ -146,7 +167,7 @@ torch::Tensor Inbox::receive_late(const Slot& slot, const std::optional<MessageS
   if (announced) {
     late = torch::empty(announced->sizes, torch::TensorOptions().dtype(announced->dtype).device(device_));
   } else {
-    late = torch::empty({slot.header.data_ptr<int64_t>()[kTextLength]}, torch::kUInt8);
+    late = torch::empty({fields(slot.header)[kTextLength]}, torch::kUInt8);
   }
   if (late.numel() > 0) group_->recv(late, peer_, tag_ + kLateTag).wait();
   return late;
@@ -158,12 +179,13 @@ Message Inbox::take() {
   while (posted_ <= index) post(posted_++);  // had no top_up() posted it
   Slot& slot = slots_[index];
   slot.header_work.wait();
-  const auto* p = slot.header.data_ptr<int64_t>();
+  const int64_t* p = fields(slot.header);
   const bool failed = p[0] == kFailed;
   TORCH_CHECK(failed || (p[0] == kOk && p[2] >= 0 && p[2] <= kMaxDims),
               "pipeline: a malformed message header came from rank ", peer_,
               "; do both ranks run the same paisoar build?");
-  TORCH_CHECK((p[kPostedAhead] != 0) == slot.expected.has_value(), "pipeline: rank ", peer_,
+  const Layout layout = layout_for(slot.expected);
+  TORCH_CHECK(p[kLayoutField] == layout, "pipeline: rank ", peer_,
               " and this rank disagree on what they remember of message ", index,
               " (the links are out of step); do both ranks run the same paisoar build?");
   std::optional<MessageShape> announced;
@@ -172,10 +194,17 @@ Message Inbox::take() {
   }
   Message msg;
   if (slot.expected && announced && *slot.expected == *announced) {
-    slot.payload_work.wait();
-    msg.tensor = slot.payload;
+    if (layout == kInline) {
+      // A tensor over the header message's bytes, which it keeps alive.
+      torch::Tensor bytes = slot.header;
+      msg.tensor = torch::from_blob(bytes.data_ptr<uint8_t>() + kHeaderBytes, announced->sizes,
+                                    [bytes](void*) mutable { bytes.reset(); }, torch::TensorOptions().dtype(announced->dtype));
+    } else {
+      slot.payload_work.wait();
+      msg.tensor = slot.payload;
+    }
   } else {
-    if (slot.expected) slot.payload_work.wait();  // the filler
+    if (layout == kPosted) slot.payload_work.wait();  // the filler
     torch::Tensor late = receive_late(slot, announced);
     if (failed) {
       msg.failed = true;

@@ -12,10 +12,14 @@
 // header arrived cost a round trip (receive-ready notice, then the bytes, each
 // through a Gloo device thread) on every transfer a stage waited for. Now the
 // bytes follow the header at once and are in place when the stage takes them.
+// An expected payload of at most Inbox::kInlineBytes travels inside the
+// header message instead (one message per transfer, for a copy into it; the
+// received tensor is a view of that buffer), as MPI's eager protocol does.
 // When a message does not fit what was posted (its shape changed, or it is an
-// error text), the sender fills the posted payload with as many bytes and
-// sends the message on the "late" tag, posted by the receiver once the header
-// told it the size: the same sizes on both ends, as NCCL requires too.
+// error text), the sender fills the posted payload (or inline room) with as
+// many bytes and sends the message on the "late" tag, posted by the receiver
+// once the header told it the size: the same sizes on both ends, as NCCL
+// requires too.
 //
 // Gloo's send and recv works report completion only through wait()
 // (c10d's SendWork/RecvWork never set isCompleted() before it), so a sender
@@ -31,6 +35,7 @@
 #include <deque>
 #include <optional>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,10 +87,12 @@ class Outbox {
     comm::Work work;
     torch::Tensor tensor;  // alive until `work` completed
   };
-  // Message number sent_[channel] on `channel`: its header, then `payload` as
-  // the link's receiver expects it (see the top of this file).
-  void send_message(torch::Tensor header, const torch::Tensor& payload, int peer, Channel channel,
-                    const std::optional<MessageShape>& announced);
+  // Message number sent_[channel] on `channel`: its header (whose fields
+  // `describe` fills), then `payload` as the link's receiver expects it (see
+  // the top of this file).
+  void send_message(const torch::Tensor& payload, int peer, Channel channel,
+                    const std::optional<MessageShape>& announced,
+                    const std::function<void(int64_t*)>& describe);
   void post(const torch::Tensor& tensor, int peer, int tag);
   void wait_sends();  // the waiter thread: waits for pending_ in order, dropping each
   void join();        // lets the waiter finish the sends posted so far, and joins it
@@ -107,6 +114,9 @@ class Outbox {
 class Inbox {
  public:
   static constexpr int kWindow = 2;  // messages posted beyond the next one taken
+  // Expected payloads up to this size travel inside the header message (one
+  // message per transfer instead of two, for a copy of at most this much).
+  static constexpr int64_t kInlineBytes = 64 * 1024;
 
   // Posts the receives of the first 1 + kWindow messages.
   Inbox(std::shared_ptr<comm::Communicator> group, int peer, Channel channel, int count,
@@ -121,9 +131,9 @@ class Inbox {
 
  private:
   struct Slot {
-    torch::Tensor header;
+    torch::Tensor header;  // the header message: its fields, then an inline payload's bytes
     comm::Work header_work;
-    std::optional<MessageShape> expected;  // the payload receive posted ahead, if any
+    std::optional<MessageShape> expected;  // what the link expects of this message, if anything
     torch::Tensor payload;
     comm::Work payload_work;
   };

@@ -1,5 +1,6 @@
 // The messages between neighbouring stages when receives are posted ahead
-// from the last step's shapes (src/pipeline/stage_link.h): whatever changes
+// from the last step's shapes, small payloads inline in the header message
+// (src/pipeline/stage_link.h): whatever changes
 // from one step to the next (a shape, a dtype, a tensor that becomes an error
 // text or back, an empty tensor, one message more) arrives intact, and both
 // ends remember the same shapes. A step cut short by a communication error
@@ -41,17 +42,22 @@ TEST(StageLink, MessagesThatChangeBetweenStepsArriveIntact) {
   using torch::kBFloat16;
   using torch::kFloat32;
   using torch::kInt64;
+  // [200, 100] and [300, 100] floats are larger than Inbox::kInlineBytes: their
+  // receives are posted ahead apart from the header; the rest travel inline.
   const std::vector<std::vector<Sent>> steps = {
-      {tensor_of({4, 3}, kFloat32, 0), tensor_of({2, 3}, kFloat32, 10), error_of("stage 0 failed: boom")},
+      {tensor_of({4, 3}, kFloat32, 0), tensor_of({2, 3}, kFloat32, 10), error_of("stage 0 failed: boom"),
+       tensor_of({200, 100}, kFloat32, 0)},
       // The same shapes: every payload goes into a receive posted ahead.
-      {tensor_of({4, 3}, kFloat32, 100), tensor_of({2, 3}, kFloat32, 110), error_of("again")},
+      {tensor_of({4, 3}, kFloat32, 100), tensor_of({2, 3}, kFloat32, 110), error_of("again"),
+       tensor_of({200, 100}, kFloat32, 1)},
       // A dtype with the same byte count, an error where a tensor was, a
-      // tensor where an error was, an empty tensor, and one message more.
+      // tensor where an error was, an empty tensor where a large one was, and
+      // one message more.
       {tensor_of({8, 3}, kBFloat16, 1), error_of("now this one"), tensor_of({5}, kInt64, 7),
        tensor_of({0, 3}, kFloat32, 0), tensor_of({2, 2}, kFloat32, 3)},
-      // That again, posted ahead.
+      // That again, posted ahead, but the small last message grows large.
       {tensor_of({8, 3}, kBFloat16, 2), error_of("still"), tensor_of({5}, kInt64, 8),
-       tensor_of({0, 3}, kFloat32, 0), tensor_of({2, 2}, kFloat32, 4)},
+       tensor_of({0, 3}, kFloat32, 0), tensor_of({300, 100}, kFloat32, 4)},
       // Fewer messages than the step before.
       {tensor_of({1}, kFloat32, 9)},
   };
@@ -100,7 +106,8 @@ TEST(StageLink, MessagesThatChangeBetweenStepsArriveIntact) {
     EXPECT_EQ(remembered[end][2]->dtype, torch::kInt64);
     EXPECT_FALSE(remembered[end][1].has_value());
     EXPECT_FALSE(remembered[end][3].has_value());
-    EXPECT_TRUE(remembered[end][4].has_value());
+    ASSERT_TRUE(remembered[end][4].has_value());
+    EXPECT_EQ(remembered[end][4]->sizes, (std::vector<int64_t>{300, 100}));
   }
 }
 
