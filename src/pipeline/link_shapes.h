@@ -34,6 +34,8 @@ class LinkShapes {
  public:
   // enabled = false: nothing is expected, ever (every payload follows its header).
   explicit LinkShapes(bool enabled = false) : enabled_(enabled) {}
+  // Whether this link posts ahead: only CPU tensors may travel on it then.
+  bool enabled() const { return enabled_; }
 
   // Message `index`'s shape in the last step that carried it, when it was a
   // tensor with bytes; nullopt otherwise.
@@ -59,17 +61,18 @@ struct StageLinks {
   LinkShapes activations_in, activations_out;  // from the previous stage / to the next
   LinkShapes gradients_in, gradients_out;      // from the next stage / to the previous
   // Set while a step or inference runs; still set after one that stopped
-  // mid-exchange (a communication error), when the two ends' memories and the
-  // receives still posted no longer agree and the links cannot be used again.
+  // mid-exchange (e.g. on a communication error), when the two ends' memories
+  // and the receives still posted no longer agree and the links cannot be
+  // used again.
   bool exchanging = false;
 };
 
 // Called as a step or inference starts: refuses links left out of step.
 inline void begin_exchange(StageLinks& links, const std::string& stage) {
   TORCH_CHECK(!links.exchanging, "pipeline: ", stage,
-              " cannot run: an earlier step or infer() stopped on a communication error, so this stage "
-              "and its neighbours no longer agree on the messages between them; build a new Pipeline "
-              "on a new group to go on");
+              " cannot run: an earlier step or infer() stopped mid-exchange (e.g. on a communication "
+              "error), so this stage and its neighbours no longer agree on the messages between them; "
+              "build a new Pipeline on a new group to go on");
   links.exchanging = true;
 }
 

@@ -67,7 +67,7 @@ void Pipeline::check_agreement(int first_layer, int end_layer) {
                                       static_cast<int64_t>(options_.schedule),
                                       static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer),
                                       static_cast<int64_t>(on_cpu)});
-  // allgather (c10d's own tags), not allgather_into (pairwise tags): see pipeline_step.cpp.
+  // allgather (c10d's own tags), not allgather_into (pairwise tags): see step_outcome.cpp.
   torch::Tensor all = torch::empty({stages_, kFields}, torch::kInt64);
   std::vector<torch::Tensor> rows;
   for (int r = 0; r < stages_; ++r) rows.push_back(all[r]);
@@ -98,7 +98,6 @@ void Pipeline::check_agreement(int first_layer, int end_layer) {
   // receive posted ahead could hold up a send the neighbour is waiting for.
   const bool prev_cpu = stage_ > 0 && on_cpu && field(stage_ - 1, 4) != 0;
   const bool next_cpu = stage_ + 1 < stages_ && on_cpu && field(stage_ + 1, 4) != 0;
-  links_ = std::make_shared<detail::StageLinks>();
   links_->activations_in = links_->gradients_out = detail::LinkShapes(prev_cpu);
   links_->activations_out = links_->gradients_in = detail::LinkShapes(next_cpu);
   const std::string text = problems.str();

@@ -39,9 +39,9 @@ torch::Tensor Pipeline::infer(const torch::Tensor& input) {
               detail::message_of(e);
     }
   }
-  if (error.empty() && !is_last() && y.dim() > detail::kMaxDims) {
-    error = description_ + " failed in infer(): its output " + detail::describe(y) + " has more than " +
-            std::to_string(detail::kMaxDims) + " dimensions (reshape it)";
+  if (error.empty() && !is_last()) {
+    const std::string why = detail::unsendable(y, /*posts_ahead=*/false);
+    if (!why.empty()) error = description_ + " failed in infer(): its output " + why;
   }
   detail::Outbox outbox(group_);
   if (!is_last()) {

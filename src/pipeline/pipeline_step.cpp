@@ -139,10 +139,9 @@ class Pipeline::StepRun {
              describe(x) + ": " + message_of(e));
       }
       p_.stats_.compute_s += seconds_since(start);
-      if (error_.empty() && !p_.is_last() && y.dim() > detail::kMaxDims) {
-        fail("in the forward of micro-batch " + std::to_string(m) + ": its output " + describe(y) + " has " +
-             std::to_string(y.dim()) + " dimensions; at most " + std::to_string(detail::kMaxDims) +
-             " can travel between stages (reshape it)");
+      if (error_.empty() && !p_.is_last()) {
+        const std::string why = detail::unsendable(y, links_.activations_out.enabled());
+        if (!why.empty()) fail("in the forward of micro-batch " + std::to_string(m) + ": its output " + why);
       }
     }
     peak_in_flight_ = std::max(peak_in_flight_, ++in_flight_);
@@ -188,6 +187,10 @@ class Pipeline::StepRun {
         fail("in the backward of micro-batch " + std::to_string(m) + ": " + message_of(e));
       }
       p_.stats_.compute_s += seconds_since(start);
+      if (error_.empty() && !p_.is_first()) {
+        const std::string why = detail::unsendable(grad_in, links_.gradients_out.enabled());
+        if (!why.empty()) fail("in the backward of micro-batch " + std::to_string(m) + ": the input's gradient " + why);
+      }
     }
     saved_in_[m] = saved_out_[m] = torch::Tensor();
     --in_flight_;

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <functional>
+#include <sstream>
 
 namespace paisoar::pipeline::detail {
 namespace {
@@ -41,6 +42,19 @@ torch::Tensor header_for(Layout layout, const std::optional<MessageShape>& expec
 int channel_slot(Channel channel) { return channel == Channel::Activation ? 0 : 1; }
 
 }  // namespace
+
+std::string unsendable(const torch::Tensor& t, bool posts_ahead) {
+  if (!t.defined()) return "is undefined; a stage must produce a tensor";
+  std::ostringstream why;
+  if (t.dim() > kMaxDims) {
+    why << t.sizes() << " has " << t.dim() << " dimensions; at most " << kMaxDims
+        << " can travel between stages (reshape it)";
+  } else if (posts_ahead && !t.is_cpu()) {
+    why << "is on " << t.device() << ", but the stages were on the CPU when the Pipeline was built, "
+        << "so its links post receives ahead for CPU tensors; place the stages before building the Pipeline";
+  }
+  return why.str();
+}
 
 void Outbox::post(const torch::Tensor& tensor, int peer, int tag) {
   comm::Work work = group_->send(tensor, peer, tag);
@@ -96,6 +110,8 @@ void Outbox::send_message(const torch::Tensor& payload, int peer, Channel channe
   const std::optional<MessageShape> expected = shapes ? shapes->expected(index) : std::nullopt;
   const Layout layout = layout_for(expected);
   const bool fits = expected && announced && *expected == *announced;
+  TORCH_CHECK(layout == kLate || payload.is_cpu(), "pipeline: a ", payload.device(),
+              " tensor on a link that posts ahead for CPU tensors (check unsendable() first)");
   const int tag = static_cast<int>(channel);
   torch::Tensor h = header_for(layout, expected);
   describe(fields(h));

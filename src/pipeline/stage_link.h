@@ -52,6 +52,11 @@ constexpr int kMaxDims = 8;  // the most dimensions a tensor between stages may 
 // The header's tag; the posted payload's is +1, the late payload's +2.
 enum class Channel { Activation = 0, Gradient = 3 };
 
+// Why `t` cannot go to a neighbour ("" when it can): undefined, more than
+// kMaxDims dimensions, or not on the CPU when the link posts ahead
+// (`posts_ahead`). Callers fail in-band with it, so both ends stay in step.
+std::string unsendable(const torch::Tensor& t, bool posts_ahead);
+
 // A tensor from a neighbour, or the error text that stopped its step.
 struct Message {
   bool failed = false;
@@ -70,9 +75,9 @@ class Outbox {
                   LinkShapes* gradients = nullptr)
       : group_(std::move(group)), shapes_{activations, gradients} {}
   // Waits for the sends still in flight, dropping their errors. Reached without
-  // wait() only when the step threw (a receive failed): a send whose neighbour
-  // stopped receiving then blocks until the group's timeout, and after the
-  // first failure the rest are dropped unwaited.
+  // wait() only when the step threw mid-exchange (e.g. a receive failed): a
+  // send whose neighbour stopped receiving then blocks until the group's
+  // timeout, and after the first failure the rest are dropped unwaited.
   ~Outbox();
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
@@ -87,7 +92,7 @@ class Outbox {
     comm::Work work;
     torch::Tensor tensor;  // alive until `work` completed
   };
-  // Message number sent_[channel] on `channel`: its header (whose fields
+  // The next message on `channel` (its number is sent_[channel_slot]): its header (whose fields
   // `describe` fills), then `payload` as the link's receiver expects it (see
   // the top of this file).
   void send_message(const torch::Tensor& payload, int peer, Channel channel,
@@ -98,8 +103,8 @@ class Outbox {
   void join();        // lets the waiter finish the sends posted so far, and joins it
 
   std::shared_ptr<comm::Communicator> group_;
-  LinkShapes* shapes_[2];  // by channel: activations, gradients
-  int sent_[2] = {0, 0};   // messages sent so far on each channel
+  LinkShapes* shapes_[2];  // by channel_slot: activations, gradients
+  int sent_[2] = {0, 0};   // by channel_slot: messages sent so far
   std::mutex mutex_;       // guards pending_, closing_, error_
   std::condition_variable changed_;
   std::deque<Pending> pending_;  // posted, not yet waited for by the waiter

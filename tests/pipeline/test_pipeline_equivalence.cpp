@@ -79,6 +79,12 @@ void expect_pipeline_matches(int stages, int micro_batches, Schedule schedule, i
   });
 }
 
+PipelineOptions with_micro_batches(int m) {
+  PipelineOptions o;
+  o.micro_batches = m;
+  return o;
+}
+
 struct Case {
   int stages, micro_batches;
   Schedule schedule;
@@ -117,12 +123,53 @@ TEST(PipelineEquivalenceUneven, MicroBatchesOfUnequalSizeAreWeightedByRows) {
 }
 
 TEST(PipelineEquivalenceShapes, BatchesThatChangeSizeBetweenStepsMatchTheWholeModel) {
-  // The stages post each step's receives from the last step's shapes; these
-  // change (16 rows in 4 micro-batches of 4, then 10 as 3, 3, 2, 2, then 7 as
-  // 2, 2, 2, 1) and come back, and every step still equals the whole model.
+  // The stages expect each step's messages to look like the last step's (these
+  // small ones travel inside the header message); the shapes change (16 rows
+  // in 4 micro-batches of 4, then 10 as 3, 3, 2, 2, then 7 as 2, 2, 2, 1) and
+  // come back, and every step still equals the whole model.
   const std::vector<int> rows = {16, 16, 10, 16, 7, 7};
   expect_pipeline_matches(3, 4, Schedule::OneFOneB, 0, rows);
   expect_pipeline_matches(2, 4, Schedule::GPipe, 0, rows);
+}
+
+TEST(PipelineEquivalenceShapes, LargeActivationsPostedAheadMatchTheWholeModelAroundInference) {
+  // 16 rows x 2048 floats (128 KiB) per micro-batch are over the inline limit,
+  // so their receives are posted ahead; 10 rows (80 KiB) are too, but of
+  // another shape. An infer() between steps uses the same tags.
+  auto make = [] {
+    namespace nn = torch::nn;
+    return nn::Sequential(nn::Linear(8, 2048), nn::Tanh(), nn::Linear(2048, 4));
+  };
+  const auto batches = make_batches({64, 64, 40, 64}, 3);
+  const torch::Tensor probe = torch::randn({24, 8});
+  std::mutex mutex;
+  auto whole = seeded_model(mutex, make, kSeed);
+  torch::optim::SGD whole_opt(whole->parameters(), kLr);
+  std::vector<paisoar::testing::Reference> refs;
+  std::vector<torch::Tensor> probes;  // the whole model's output on `probe` before each step
+  for (const auto& b : batches) {
+    {
+      torch::NoGradGuard no_grad;
+      probes.push_back(whole->forward(probe));
+    }
+    refs.push_back(reference_step(whole, b.x, b.y));
+    whole_opt.step();
+  }
+  const PartitionPlan plan = plan_from_bounds(std::vector<LayerCost>(3, LayerCost{"", 1.0, 1}), {0, 2, 3});
+  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    Pipeline pipe(seeded_model(mutex, make, kSeed), plan, comm, pipeline_loss, with_micro_batches(4));
+    torch::optim::SGD opt(pipe.parameters(), kLr);
+    for (size_t s = 0; s < batches.size(); ++s) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + " step " + std::to_string(s));
+      torch::Tensor out = pipe.infer(rank == 0 ? probe : torch::Tensor());
+      if (rank == 1) EXPECT_TRUE(torch::allclose(out, probes[s], kRtol, kAtol));
+      opt.zero_grad();
+      torch::Tensor loss = pipe.step(rank == 0 ? batches[s].x : torch::Tensor(), rank == 1 ? batches[s].y : torch::Tensor());
+      EXPECT_NEAR(loss.item<double>(), refs[s].loss, kRtol * std::abs(refs[s].loss));
+      expect_grads_match(*pipe.module(), refs[s], kRtol, kAtol);
+      opt.step();
+    }
+  });
 }
 
 TEST(PipelineEquivalenceMesh, TwoPipelinesAcrossADataDimensionMatchTheWholeBatch) {

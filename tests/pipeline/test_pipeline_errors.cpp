@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 #include "paisoar/pipeline.h"
 #include "tests/pipeline/pipeline_testing.h"
 #include "tests/support/expect_error.h"
@@ -61,6 +65,22 @@ TEST(PipelineErrors, MismatchedActivationShapesFailOnEveryRank) {
     expect_every_rank_failed(errors, {"pipeline step failed", "stage 1 of 3", "layers 2-2",
                                       "forward of micro-batch 0", "[4, 16]", "mat1 and mat2"});
   }
+}
+
+TEST(PipelineErrors, OutputsThatCannotTravelFailOnEveryRank) {
+  // Stage 0's last layer returns `out`'s result: nothing, or 9 dimensions (at most 8 travel).
+  auto run = [](std::function<torch::Tensor(torch::Tensor)> out) {
+    return rank_errors(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+      torch::nn::Sequential stage = rank == 0 ? torch::nn::Sequential(torch::nn::Linear(8, 8), torch::nn::Functional(out))
+                                              : torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(8, 4));
+      Pipeline pipe(stage, comm, pipeline_loss, with(2));
+      pipe.step(torch::randn({4, 8}), torch::randint(4, {4}));
+    });
+  };
+  expect_every_rank_failed(run([](torch::Tensor) { return torch::Tensor(); }),
+                           {"stage 0 of 2", "its output is undefined"});
+  expect_every_rank_failed(run([](torch::Tensor x) { return x.reshape({x.size(0), 8, 1, 1, 1, 1, 1, 1, 1}); }),
+                           {"stage 0 of 2", "9 dimensions", "at most 8"});
 }
 
 TEST(PipelineErrors, AFailureInTheFirstStagesBackwardReachesEveryRank) {

@@ -117,7 +117,8 @@ class Pipeline {
   std::vector<PipelineOp> ops_;
   OpHook op_hook_;
   PipelineStepStats stats_;
-  // What this stage's links remember between steps (shared by copies of this Pipeline).
+  // What this stage's links remember between steps. Copies of a Pipeline
+  // share it, so they count as one Pipeline for the thread-safety rule.
   std::shared_ptr<detail::StageLinks> links_;
 };
 
