@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +18,12 @@ std::string format(const char* pattern, double a, double b) {
   char text[96];
   std::snprintf(text, sizeof(text), pattern, a, b);
   return text;
+}
+
+// Seconds since the Unix epoch: when a record was written, so the runs a
+// resumed run_dir collects can be told apart and lined up with other logs.
+double wall_clock_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -57,7 +64,8 @@ void RunReport::log_step(const StepLog& s) {
                 s.data_wait_ms, s.backward_ms, s.exposed_comm_ms);
     std::fflush(stdout);
   }
-  metrics_ << nlohmann::json{{"step", s.step},
+  metrics_ << nlohmann::json{{"time", wall_clock_s()},
+                             {"step", s.step},
                              {"epoch", s.epoch},
                              {"loss", s.loss},
                              {"lr", s.lr},
@@ -80,7 +88,8 @@ void RunReport::evaluation(int64_t epoch, int64_t step, double accuracy, double 
   if (!lead_) return;
   message("epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": test accuracy " +
           format("%.2f%% (after %.1f s of training)", accuracy, train_s));
-  metrics_ << nlohmann::json{{"epoch", epoch}, {"step", step}, {"accuracy", accuracy}, {"seconds", train_s}}
+  metrics_ << nlohmann::json{
+      {"time", wall_clock_s()}, {"epoch", epoch}, {"step", step}, {"accuracy", accuracy}, {"seconds", train_s}}
                   .dump()
            << "\n"
            << std::flush;

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -54,14 +55,27 @@ TEST(Trainer, LossFallsAndMaxStepsStops) {
   c.profiler.trace_steps = 2;
   c.eval.every_steps = 10;
   c.eval.target_accuracy = 30;
+  auto now_s = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  const double started = now_s();
   const auto result = train_with(c, 2).second;
+  const double ended = now_s();
   // Evaluations at steps 10 and 20 (20 is also epoch 0's end: scored once) and
-  // at the run's end, 25; the time to the target is training time.
+  // at the run's end, 25; the time to the target is training time. Every
+  // record carries its wall-clock time, in the run's span and in order (within
+  // a second, should the clock be stepped meanwhile).
   std::vector<int64_t> scored;
   std::ifstream metrics(c.run_dir + "/metrics.jsonl");
+  double last_time = started;
   for (std::string line; std::getline(metrics, line);) {
     const auto record = nlohmann::json::parse(line);
     if (record.contains("accuracy")) scored.push_back(record.at("step").get<int64_t>());
+    ASSERT_TRUE(record.contains("time")) << line;
+    const double time = record.at("time").get<double>();
+    EXPECT_GE(time, last_time - 1) << line;
+    EXPECT_LE(time, ended + 1) << line;
+    last_time = time;
   }
   EXPECT_EQ(scored, (std::vector<int64_t>{10, 20, 25}));
   EXPECT_GT(result.time_to_target_s, 0);
