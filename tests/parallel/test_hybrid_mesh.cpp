@@ -40,7 +40,17 @@ TEST(HybridMesh, RanksAreLaidOutDataThenPipelineThenTensor) {
 
 TEST(HybridMesh, ALayoutThatDoesNotFitTheWorldIsRefusedOnEveryRank) {
   const auto errors = paisoar::testing::rank_errors(4, [](int, std::shared_ptr<comm::Communicator> world) {
-    HybridMesh mesh(world, ParallelLayout{1, 3, 1});
+    // The refusal comes before any collective, so a rank would otherwise drop
+    // its world at once and could close connections a slower rank was still
+    // forming (seen once in CI as "could not form group 'world'"): every rank
+    // waits for the others first.
+    try {
+      HybridMesh mesh(world, ParallelLayout{1, 3, 1});
+    } catch (const c10::Error&) {
+      world->barrier().wait();
+      throw;
+    }
+    world->barrier().wait();
   });
   paisoar::testing::expect_every_rank_failed(
       errors, {"data 1 x pipeline 3 x tensor 1 = 3 ranks", "the world has 4", "product is 4"});
