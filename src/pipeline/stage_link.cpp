@@ -126,8 +126,8 @@ void Outbox::send_message(const torch::Tensor& payload, int peer, Channel channe
 }
 
 void Outbox::send_tensor(const torch::Tensor& tensor, int peer, Channel channel) {
-  TORCH_CHECK(tensor.dim() <= kMaxDims, "pipeline: a stage's output has ", tensor.dim(),
-              " dimensions; at most ", kMaxDims, " can travel between stages (reshape it)");
+  const std::string why = unsendable(tensor, /*posts_ahead=*/false);  // callers check first, in-band
+  TORCH_CHECK(why.empty(), "pipeline: the tensor for rank ", peer, " ", why);
   send_message(tensor.contiguous(), peer, channel, MessageShape::of(tensor), [&](int64_t* p) {
     p[0] = kOk;
     p[1] = static_cast<int64_t>(tensor.scalar_type());
