@@ -20,5 +20,6 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/paisoarConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/paisoarConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/paisoarConfig.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/paisoarFindTorch.cmake
               ${PROJECT_BINARY_DIR}/paisoarConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/paisoar)

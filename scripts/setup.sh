@@ -1,34 +1,86 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package paisoar needs to build, test and benchmark.
-# Idempotent: when everything is already installed it only checks and returns.
+# Installs what paisoar needs to build, test and benchmark: Debian 12 packages
+# through apt, and the project's own Python virtual environment (.venv, or
+# $PAISOAR_VENV) with the pinned PyTorch whose LibTorch we build against.
+# Idempotent: when everything is there it only checks and returns.
+#   scripts/setup.sh            everything (build, tests, benchmarks, peers)
+#   scripts/setup.sh --minimal  only what the main job needs to build and run
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+minimal=0
+[ "${1:-}" = "--minimal" ] && minimal=1
+
+# The PyTorch we build against and compare with. torch's CUDA wheel runs on the
+# CPU too; its LibTorch has NCCL and the CUDA kernels, so the CUDA variant of
+# paisoar compiles on machines without a GPU. Keep in step with
+# cmake/torch_version.cmake (the supported range).
+TORCH_PIN="torch==2.14.1"
+TORCHVISION_PIN="torchvision==0.29.1"
+PY_PACKAGES=(numpy safetensors pytest)
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) with c10d, and Gloo's headers
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image decode/encode
-  googletest libgtest-dev libbenchmark-dev
-  python3 python3-torch python3-torchvision  # peers for side-by-side runs, model checks and the launcher's Python tests
+  python3 python3-venv
   dataset-fashion-mnist
   iproute2 procps
 )
+if [ "$minimal" -eq 0 ]; then
+  PACKAGES+=(googletest libgtest-dev libbenchmark-dev)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#PACKAGES[@]} packages are installed"
-  exit 0
+  echo "setup: all ${#PACKAGES[@]} Debian packages are installed"
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
+    SUDO="sudo"
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: run as root or install sudo" >&2; exit 1; }
-  SUDO="sudo"
+# The virtual environment. Python 3.11: the torch wheels on these machines are
+# built for it. PAISOAR_PYTHON_FOR_VENV picks another interpreter.
+venv=${PAISOAR_VENV:-$PWD/.venv}
+want_torch=${TORCH_PIN#torch==}
+want_vision=${TORCHVISION_PIN#torchvision==}
+check='import importlib.metadata as m, sys
+want = dict(a.split("=", 1) for a in sys.argv[1:])
+have = {}
+for name in want:
+    try: have[name] = m.version(name)
+    except m.PackageNotFoundError: have[name] = "missing"
+bad = [f"{n} {have[n]} (want {v})" for n, v in want.items() if v != "*" and have[n] != v]
+bad += [f"{n} missing" for n, v in want.items() if v == "*" and have[n] == "missing"]
+print("; ".join(bad)); sys.exit(1 if bad else 0)'
+wanted=("torch=$want_torch")
+[ "$minimal" -eq 0 ] && wanted+=("torchvision=$want_vision")
+for p in "${PY_PACKAGES[@]}"; do [ "$minimal" -eq 0 ] && wanted+=("$p=*"); done
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$check" "${wanted[@]}" >/dev/null 2>&1; then
+  echo "setup: $venv has ${TORCH_PIN}$([ "$minimal" -eq 0 ] && echo " and the test packages")"
+  exit 0
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q "${missing[@]}"
+if [ ! -x "$venv/bin/python" ]; then
+  py=${PAISOAR_PYTHON_FOR_VENV:-python3}
+  echo "setup: creating the virtual environment $venv with $($py --version 2>&1)"
+  "$py" -m venv "$venv"
+fi
+to_install=("$TORCH_PIN")
+[ "$minimal" -eq 0 ] && to_install+=("$TORCHVISION_PIN" "${PY_PACKAGES[@]}")
+echo "setup: pip install ${to_install[*]} into $venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${to_install[@]}"
+if ! why=$("$venv/bin/python" -c "$check" "${wanted[@]}"); then
+  echo "setup: $venv still lacks: $why" >&2
+  exit 1
+fi
+echo "setup: $venv has ${TORCH_PIN}$([ "$minimal" -eq 0 ] && echo " and the test packages")"
