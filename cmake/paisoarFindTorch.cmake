@@ -8,7 +8,8 @@
 #                   project's .venv/bin/python when there is one, else python3.
 #   Torch_DIR       a LibTorch's share/cmake/Torch (skips asking Python).
 # Outputs: the targets of find_package(Torch); PAISOAR_TORCH_VERSION;
-#   PAISOAR_TORCH_HAS_CUDA (ON for a CUDA build of LibTorch).
+#   PAISOAR_TORCH_HAS_CUDA (ON for a CUDA build of LibTorch);
+#   PAISOAR_CUDA_WHEEL_INCLUDE_DIRS (the nvidia-* wheels' headers, CUDA only).
 #
 # A CUDA wheel's TorchConfig.cmake stops unless it finds a CUDA toolkit (nvcc
 # and its headers) and cuDNN's headers, though no GPU is needed to compile:
@@ -92,6 +93,9 @@ macro(paisoar_find_torch)
     if(NOT CUDNN_INCLUDE_PATH AND EXISTS "${_paisoar_site}/nvidia/cudnn/include/cudnn.h")
       set(CUDNN_INCLUDE_PATH "${_paisoar_site}/nvidia/cudnn/include" CACHE PATH "cuDNN headers")
     endif()
+    # Headers the CUDA parts of LibTorch's headers include (cusparse.h, nccl.h,
+    # ...) that a minimal toolkit lacks: the nvidia-* wheels carry them.
+    file(GLOB PAISOAR_CUDA_WHEEL_INCLUDE_DIRS LIST_DIRECTORIES true "${_paisoar_site}/nvidia/*/include")
     if(NOT CUDA_nvrtc_LIBRARY)
       file(GLOB _paisoar_nvrtc "${_paisoar_site}/nvidia/cu*/lib/libnvrtc.so.*"
                                "${CUDA_TOOLKIT_ROOT_DIR}/lib*/libnvrtc.so*")

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "src/util/torch_api.h"
+
 namespace paisoar::checkpoint {
 namespace {
 
@@ -27,8 +29,8 @@ constexpr const char* kArchiveTensor = "optim.archive";
 
 std::string type_of(const torch::optim::Optimizer& optimizer) { return c10::demangle(typeid(optimizer).name()); }
 
-// torch::optim keys per-parameter state by the parameter's TensorImpl address.
-std::string key_of(const torch::Tensor& param) { return c10::guts::to_string(param.unsafeGetTensorImpl()); }
+// The archive key of a parameter's state in torch::optim's save() layout.
+std::string key_of(const torch::Tensor& param) { return paisoar::detail::optim_archive_key(param); }
 
 std::vector<torch::Tensor> all_params(const torch::optim::Optimizer& optimizer) {
   std::vector<torch::Tensor> params;

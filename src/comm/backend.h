@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "src/comm/c10d_compat.h"
+#include "src/comm/c10d_types.h"
 
 namespace gloo::transport {
 class Device;

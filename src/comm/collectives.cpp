@@ -69,7 +69,15 @@ Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
     if (s.size == 1) output.copy_(in.view_as(output));
     return Work(work);
   }
-  // Every peer's input is received straight into its slot of the output.
+  if (detail::C10dGroup& nccl = s.backend_for(in); s.is_nccl(nccl)) {
+    at::Tensor out = stage_output(output, *work).view({-1});
+    at::Tensor flat = in.view({-1});
+    ::c10d::AllgatherOptions opts;
+    opts.timeout = s.options.timeout;
+    work->add(detail::submit(ctx, s, [&] { return nccl._allgather_base(out, flat, opts); }));
+    return Work(work);
+  }
+  // Gloo: every peer's input is received straight into its slot of the output.
   at::Tensor slots = stage_output(output, *work).view({s.size, input.numel()});
   slots[s.rank].copy_(in.view({-1}));
   at::Tensor flat_in = in.view({-1});

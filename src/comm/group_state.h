@@ -10,7 +10,7 @@
 
 #include "paisoar/comm/store.h"
 #include "paisoar/comm/types.h"
-#include "src/comm/c10d_compat.h"
+#include "src/comm/c10d_types.h"
 #include "src/comm/scratch_pool.h"
 
 namespace gloo::transport {
@@ -45,6 +45,9 @@ struct GroupState {
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
+  // Whether `group` is this group's NCCL backend (native reduce-scatter,
+  // allgather into one tensor, AVG and bf16 reductions).
+  bool is_nccl(const C10dGroup& group) const { return nccl && &group == nccl.get(); }
   // Adds `works` to in_flight and drops the ones that completed.
   void keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>>& works);
   // "allreduce #12 on rank 1 of group 'world' (size 2)", the prefix of every error.

@@ -21,9 +21,6 @@ void pairwise_exchange(GroupState& state, WorkImpl& work, const ExchangePlan& pl
   // Tags carry the collective's number, so a message of an abandoned collective
   // can never be taken for one of the next.
   const int tag_base = kInternalTagBase + static_cast<int>((state.issued % (1 << 14)) << 16);
-  // Batches the point-to-point calls on backends that need it (NCCL); no-op on Gloo.
-  backend.startCoalescing();
-  std::vector<C10dWorkPtr> posted;
   for (int64_t seg = 0; seg < segments; ++seg) {
     const int64_t begin = seg * per_segment;
     const int64_t length = std::min(per_segment, plan.chunk_numel - begin);
@@ -35,10 +32,8 @@ void pairwise_exchange(GroupState& state, WorkImpl& work, const ExchangePlan& pl
       const int from = (state.rank - step + state.size) % state.size;
       std::vector<at::Tensor> out{byte_view(plan.send_chunk(to).narrow(0, begin, length))};
       std::vector<at::Tensor> in{byte_view(plan.recv_chunk(from).narrow(0, begin, length))};
-      posted.push_back(submit(work.context(), state, [&] { return backend.send(out, to, tag); }));
-      sends->add(posted.back());
-      posted.push_back(submit(work.context(), state, [&] { return backend.recv(in, from, tag); }));
-      arrival->add(posted.back());
+      sends->add(submit(work.context(), state, [&] { return backend.send(out, to, tag); }));
+      arrival->add(submit(work.context(), state, [&] { return backend.recv(in, from, tag); }));
     }
     if (plan.on_segment) {
       auto on_segment = plan.on_segment;
@@ -46,7 +41,6 @@ void pairwise_exchange(GroupState& state, WorkImpl& work, const ExchangePlan& pl
     }
     arrivals.push_back(arrival);
   }
-  backend.endCoalescing(posted);
   for (auto& arrival : arrivals) work.add(arrival);
   work.add(sends);
   // A dropped Work or one whose wait() threw must not cancel messages its peers

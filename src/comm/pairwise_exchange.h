@@ -26,6 +26,8 @@ struct ExchangePlan {
   std::function<void(int64_t begin, int64_t length)> on_segment;
 };
 
+// REQUIRES: `device`'s backend is Gloo. NCCL has native reduce-scatter and
+// allgather, and would need the calls batched (start/endCoalescing).
 // Posts all messages now, in segments of options.segment_bytes, and adds to
 // `work` the steps that wait for them, calling on_segment as each completes.
 void pairwise_exchange(GroupState& state, WorkImpl& work, const ExchangePlan& plan,

@@ -11,6 +11,7 @@
 
 namespace paisoar::comm {
 
+using detail::C10dGroup;
 using detail::invalid;
 using detail::WorkImpl;
 
@@ -153,7 +154,15 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
     if (output.numel() > 0) output.copy_(in.view_as(output));
     return Work(work);
   }
-  // Chunk r of every rank's input goes to rank r; peers' chunks land in scratch rows
+  if (C10dGroup& nccl = s.backend_for(in); s.is_nccl(nccl)) {
+    at::Tensor out = detail::stage_output(output, *work);
+    ::c10d::ReduceScatterOptions opts;
+    opts.reduceOp = op == ReduceOp::Avg ? ::c10d::ReduceOp::AVG : to_c10d(op);
+    opts.timeout = s.options.timeout;
+    work->add(detail::submit(ctx, s, [&] { return nccl._reduce_scatter_base(out, in, opts); }));
+    return Work(work);
+  }
+  // Gloo: chunk r of every rank's input goes to rank r; peers' chunks land in scratch rows
   // and are combined with ours segment by segment while later segments travel.
   const int64_t chunk = output.numel();
   const int64_t bytes = in.numel() * in.element_size();

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "src/comm/c10d_compat.h"
+#include "src/comm/c10d_types.h"
 
 namespace paisoar::comm::detail {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/comm/c10d_compat.h"
+#include "src/comm/c10d_types.h"
 
 namespace paisoar::comm::detail {
 

@@ -68,7 +68,7 @@ void GradientReducer::Impl::check_parameters_unchanged() const {
   for (const auto& p : params_) {
     const auto& flat = buckets_[p.bucket].flat;
     if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
-        torch::autograd::impl::try_get_grad_accumulator(p.tensor) != p.accumulator) {
+        torch::autograd::impl::try_get_grad_accumulator(p.tensor).get() != p.accumulator.get()) {
       throw std::runtime_error(
           "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
           "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +

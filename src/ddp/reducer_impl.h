@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "src/util/torch_api.h"
+
 #include "paisoar/ddp/gradient_reducer.h"
 
 namespace paisoar::ddp {
@@ -31,7 +33,7 @@ class GradientReducer::Impl {
   struct Param {
     torch::Tensor tensor;
     std::string name;
-    std::shared_ptr<torch::autograd::Node> accumulator;
+    paisoar::detail::NodePtr accumulator;
     uintptr_t hook_key = 0;
     size_t bucket = 0;
     int64_t offset = 0;  // element offset in its bucket

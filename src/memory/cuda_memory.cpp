@@ -13,9 +13,10 @@ int device_of(c10::DeviceIndex index) { return index < 0 ? c10::cuda::current_de
 }  // namespace
 
 DeviceMemory cuda_memory(c10::DeviceIndex index) {
-  using c10::cuda::CUDACachingAllocator::StatType;
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_of(index));
-  const auto all = static_cast<size_t>(StatType::AGGREGATE);
+  // Index 0 of each StatArray is the aggregate over pool kinds (StatType::AGGREGATE,
+  // whose namespace moved between 2.x releases).
+  constexpr size_t all = 0;
   DeviceMemory m;
   m.current_bytes = stats.allocated_bytes[all].current;
   m.peak_bytes = stats.allocated_bytes[all].peak;

@@ -1,5 +1,5 @@
 // The tracking CPU allocator. Each allocation is forwarded to the allocator
-// that was installed before (DefaultCPUAllocator in LibTorch 1.13); its DataPtr
+// that was installed before (c10's DefaultCPUAllocator, unless another was set); its DataPtr
 // is parked in a sharded map keyed by address, and the tensor gets a DataPtr
 // with context == data and a plain deleter, exactly like the default
 // allocator's, so raw_allocate/raw_deallocate keep working.
@@ -31,7 +31,7 @@ class TrackingAllocator final : public c10::Allocator {
  public:
   explicit TrackingAllocator(c10::Allocator* inner) : inner_(inner) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     if (data == nullptr) return inner;  // zero bytes: nothing to count
@@ -61,6 +61,11 @@ class TrackingAllocator final : public c10::Allocator {
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &TrackingAllocator::deallocate; }
+
+  // Both blocks are the wrapped allocator's memory underneath.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    inner_->copy_data(dest, src, count);
+  }
 
   AllocatorCounts counts() const {
     AllocatorCounts c;
@@ -92,9 +97,9 @@ class TrackingAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lock(shard.mutex);
       auto it = shard.entries.find(data);
       if (it == shard.entries.end()) {
-        // Not ours: LibTorch 1.13 has kernels (GELU's) that take a buffer from
-        // the default allocator and hand it back through GetCPUAllocator()'s
-        // raw deleter. It belongs to the wrapped allocator.
+        // Not ours: a buffer taken from the wrapped allocator before we were
+        // installed (or by kernels that bypass GetCPUAllocator()) and handed
+        // back through its raw deleter. It belongs to the wrapped allocator.
         instance->inner_->raw_deallocate(data);
         return;
       }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/util/torch_api.h"
+
 namespace paisoar::optim::detail {
 
 // `tensors_of(state)` lists the state's (name, tensor) pairs to check.
@@ -18,7 +20,7 @@ template <typename State, typename Options, typename TensorsOf>
 void load_checked(torch::optim::Optimizer& optimizer, torch::serialize::InputArchive& archive,
                   const char* name, TensorsOf tensors_of) {
   // Snapshot, to restore on failure.
-  std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> state;
+  std::vector<std::pair<paisoar::detail::OptimStateKey, std::unique_ptr<torch::optim::OptimizerParamState>>> state;
   for (const auto& [key, value] : optimizer.state()) state.emplace_back(key, value->clone());
   std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> options;
   for (auto& group : optimizer.param_groups()) options.push_back(group.options().clone());
@@ -38,7 +40,7 @@ void load_checked(torch::optim::Optimizer& optimizer, torch::serialize::InputArc
   for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
     const auto& params = optimizer.param_groups()[g].params();
     for (size_t i = 0; i < params.size(); ++i) {
-      auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+      auto it = optimizer.state().find(paisoar::detail::optim_state_key(params[i]));
       if (it == optimizer.state().end()) continue;
       for (const auto& [field, t] : tensors_of(static_cast<const State&>(*it->second))) {
         if (!t.defined() || t.sizes() == params[i].sizes()) continue;

@@ -7,6 +7,7 @@
 
 #include "src/optim/checked_load.h"
 #include "src/optim/layerwise.h"
+#include "src/util/torch_api.h"
 
 namespace paisoar::optim {
 
@@ -70,7 +71,7 @@ torch::Tensor LAMB::step(LossClosure closure) {
       if (!p.grad().defined()) continue;
       TORCH_CHECK(!p.grad().is_sparse(), "LAMB does not support sparse gradients");
       const torch::Tensor& g = p.grad();
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = paisoar::detail::optim_state_key(p);
       if (!state_.count(key)) {
         auto s = std::make_unique<LAMBParamState>();
         s->exp_avg(torch::zeros_like(p));

@@ -5,6 +5,7 @@
 
 #include "src/optim/checked_load.h"
 #include "src/optim/layerwise.h"
+#include "src/util/torch_api.h"
 
 namespace paisoar::optim {
 
@@ -73,7 +74,7 @@ torch::Tensor LARS::step(LossClosure closure) {
         trust = torch::where(g_norm.gt(0), trust, torch::ones_like(trust));
         scaled_lr = trust * o.lr();
       }
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = paisoar::detail::optim_state_key(p);
       if (!state_.count(key)) {
         auto s = std::make_unique<LARSParamState>();
         s->momentum_buffer(torch::zeros_like(p));

@@ -120,10 +120,16 @@ void check_compute(const RunMeasurements& run, std::vector<Advice>& out) {
       {kComputeBound,
        "forward + backward + optimizer take " + percent(f) + " of the step (> " +
            percent(kComputeBoundFraction) + ") in full precision",
-       "speed up the math: turn on mixed precision (amp autocast: bf16 on CPU, fp16 with a "
-       "GradScaler on GPU), then raise the per-rank batch into the memory it frees; if the "
-       "optimizer alone is a large share, use optim::FlatOptimizer (one fused loop over flat "
-       "buffers)"});
+       run.fast_precision.empty()
+           ? "speed up the math: full precision is the fast path on this hardware (no low "
+             "precision kernels beat fp32 here), so raise the per-rank batch if the step is "
+             "short, give each rank more cores (fewer ranks per machine), or add machines; "
+             "if the optimizer alone is a large share, use optim::FlatOptimizer (one fused "
+             "loop over flat buffers)"
+           : "speed up the math: turn on mixed precision (" + run.fast_precision +
+                 "), then raise the per-rank batch into the memory it frees; if the optimizer "
+                 "alone is a large share, use optim::FlatOptimizer (one fused loop over flat "
+                 "buffers)"});
 }
 
 }  // namespace

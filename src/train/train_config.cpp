@@ -37,7 +37,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off");
   s.bind("schedule.decay", &c.schedule.decay, "after warmup", {"constant", "cosine", "polynomial"});
   s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0");
-  s.bind("amp.dtype", &c.amp.dtype, "autocast precision", {"bf16", "fp16", "fp32"});
+  s.bind("amp.dtype", &c.amp.dtype, "autocast precision (auto: bf16 where it is fast, else fp32)",
+         {"auto", "bf16", "fp16", "fp32"});
   s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
   s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");

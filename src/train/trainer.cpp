@@ -57,16 +57,36 @@ optim::LrDecay decay_of(const std::string& name) {
   throw ConfigError("schedule.decay: '" + name + "' is not one of: constant, cosine, polynomial");
 }
 
-amp::AutocastOptions autocast_for(const AmpConfig& amp, c10::DeviceType device) {
-  amp::AutocastOptions o;
-  o.device = device;
-  o.enabled = amp.dtype != "fp32";
-  o.dtype = amp.dtype == "fp16" ? c10::ScalarType::Half : c10::ScalarType::BFloat16;
-  if (amp.dtype == "fp16" && device == c10::DeviceType::CPU) {
-    throw ConfigError("amp.dtype: fp16 autocast needs a CUDA device (LibTorch's CPU autocast "
-                      "takes bf16 only); use bf16 or fp32 on the CPU");
+// The run's precision: amp.dtype, with `auto` resolved for `device`.
+struct Precision {
+  amp::AutocastOptions autocast;
+  std::string name;    // bf16, fp16 or fp32
+  std::string reason;  // why, for the log
+};
+
+Precision precision_for(const AmpConfig& amp, c10::DeviceType device) {
+  Precision p;
+  p.autocast.device = device;
+  if (amp.dtype == "auto") {
+    const amp::DtypeChoice choice = amp::choose_autocast_dtype(device);
+    p.autocast.enabled = choice.autocast;
+    p.autocast.dtype = choice.dtype;
+    p.name = choice.autocast ? (choice.dtype == c10::ScalarType::Half ? "fp16" : "bf16") : "fp32";
+    p.reason = "amp.dtype auto: " + choice.reason;
+    return p;
   }
-  return o;
+  p.autocast.enabled = amp.dtype != "fp32";
+  p.autocast.dtype = amp.dtype == "fp16" ? c10::ScalarType::Half : c10::ScalarType::BFloat16;
+  p.name = amp.dtype;
+  p.reason = "amp.dtype " + amp.dtype + " (set in the config)";
+  return p;
+}
+
+// What the advisor may suggest for a compute-bound full-precision run.
+std::string fast_precision_on(c10::DeviceType device) {
+  if (!amp::low_precision_is_fast(device, c10::ScalarType::BFloat16)) return "";
+  return device == c10::DeviceType::CUDA ? "amp.dtype: bf16 (or fp16, with loss scaling)"
+                                         : "amp.dtype: bf16 (this CPU has AVX512-BF16/AMX)";
 }
 
 }  // namespace
@@ -131,8 +151,10 @@ TrainResult Trainer::fit(const TrainTask& task) {
   checkpoint_options.rank = static_cast<int>(rank);
   checkpoint::CheckpointManager checkpoints = open_checkpoints(checkpoint_options, comm_);
   std::string report_plan;  // the pipeline's stages, printed by rank 0
+  const Precision precision = precision_for(c.amp, device);
+  const amp::AutocastOptions& autocast_options = precision.autocast;
   amp::GradScalerOptions scaler_options;
-  scaler_options.enabled = c.amp.dtype == "fp16";
+  scaler_options.enabled = autocast_options.enabled && autocast_options.dtype == c10::ScalarType::Half;
   scaler_options.init_scale = c.amp.init_scale;
   scaler_options.growth_interval = c.amp.growth_interval;
   amp::GradScaler scaler(scaler_options, comm_);
@@ -172,7 +194,6 @@ TrainResult Trainer::fit(const TrainTask& task) {
   schedule_options.total_steps = total_steps;
   optim::LrSchedule schedule(optimizer, schedule_options);
 
-  const auto autocast_options = autocast_for(c.amp, device);
   const amp::PrecisionPolicy policy = policy_of(c.amp);
   // A pipeline stage sees only its own regions: the patterns are not checked there.
   bool policy_checked = policy.empty() || pipe;
@@ -260,11 +281,12 @@ TrainResult Trainer::fit(const TrainTask& task) {
                   static_cast<long long>(task.train_data->size()), static_cast<long long>(data_world),
                   mesh_ ? "replicas" : "ranks",
                   static_cast<long long>(loader_options.batch_size), static_cast<long long>(accumulation),
-                  static_cast<long long>(c.train.batch_size), c.amp.dtype.c_str(), c.optimizer.name.c_str(), lr,
+                  static_cast<long long>(c.train.batch_size), precision.name.c_str(), c.optimizer.name.c_str(), lr,
                   static_cast<long long>(schedule_options.warmup_steps), c.schedule.decay.c_str(),
                   static_cast<long long>(total_steps), sync_name.c_str(),
                   static_cast<long long>(c.data.workers));
     report.message(header);
+    report.message("paisoar train: precision " + precision.name + ": " + precision.reason);
   }
 
   const int64_t first_step = step;
@@ -462,6 +484,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
     run.loss_scale_history = loss_scales;
     run.skipped_steps = skipped_steps;
     run.mixed_precision = autocast_options.enabled;
+    run.fast_precision = fast_precision_on(device);
     if (lead) report.message(profiler::format_report(summary, profiler::advise(run)));
   }
   if (c.profiler.memory) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "src/util/torch_api.h"
+
 #include "paisoar/comm/work.h"
 #include "paisoar/zero/zero_optimizer.h"
 
@@ -22,7 +24,7 @@ class ZeroOptimizer::Impl {
   struct Param {
     torch::Tensor tensor;
     std::string name;
-    std::shared_ptr<torch::autograd::Node> accumulator;
+    paisoar::detail::NodePtr accumulator;
     uintptr_t hook_key = 0;
   };
   // One unit: a flat buffer of its parameters (model dtype), padded to a

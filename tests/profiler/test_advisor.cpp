@@ -129,11 +129,25 @@ TEST(Advisor, Straggler) {
 TEST(Advisor, ComputeBoundOnlyWithoutMixedPrecision) {
   auto run = healthy();
   run.mixed_precision = false;  // forward + backward + optimizer = 90%
+  run.fast_precision = "amp.dtype: bf16";
   EXPECT_EQ(verdicts(run), std::vector<std::string>{kComputeBound});
-  EXPECT_TRUE(mentions(advise(run)[0].action, "mixed precision"));
+  EXPECT_TRUE(mentions(advise(run)[0].action, "mixed precision (amp.dtype: bf16)"));
   // When the data is the limit, that is what to fix first.
   run.phase_mean_s[phase_index(Phase::DataWait)] = 0.05;
   EXPECT_EQ(verdicts(run), std::vector<std::string>{kDataBound});
+}
+
+// Where no low precision beats fp32 (a CPU without bf16 kernels), the advice
+// for a compute-bound run must not send the user to a 5x slower setting.
+TEST(Advisor, ComputeBoundSuggestsNoSlowPrecision) {
+  auto run = healthy();
+  run.mixed_precision = false;
+  run.fast_precision.clear();
+  EXPECT_EQ(verdicts(run), std::vector<std::string>{kComputeBound});
+  const std::string action = advise(run)[0].action;
+  EXPECT_FALSE(mentions(action, "mixed precision")) << action;
+  EXPECT_FALSE(mentions(action, "bf16")) << action;
+  EXPECT_TRUE(mentions(action, "full precision is the fast path")) << action;
 }
 
 TEST(Advisor, SeveralVerdictsInOrder) {

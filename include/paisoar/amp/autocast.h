@@ -9,8 +9,8 @@ namespace paisoar::amp {
 
 struct AutocastOptions {
   c10::DeviceType device = c10::DeviceType::CPU;
-  // CPU: bfloat16 is the only dtype LibTorch 1.13's CPU autocast accepts.
-  // CUDA: float16 or bfloat16.
+  // bfloat16 or float16, on the CPU and on CUDA. On CPUs without AVX512-BF16
+  // or AMX both are slower than fp32 (a warning says so once): see dtype_choice.h.
   c10::ScalarType dtype = c10::ScalarType::BFloat16;
   // false: run the region in full precision inside an autocast region
   // (torch's `autocast(enabled=False)`, for ops that must stay fp32).

@@ -53,6 +53,10 @@ struct RunMeasurements {
   std::vector<double> loss_scale_history;
   int64_t skipped_steps = 0;     // optimizer steps the scaler skipped (inf/NaN)
   bool mixed_precision = false;  // bf16/fp16 autocast is on
+  // The low precision that runs faster than fp32 where the run is (e.g.
+  // "amp.dtype: bf16"), to suggest for a compute-bound fp32 run; empty when
+  // none does (a CPU without bf16 kernels), and then none is suggested.
+  std::string fast_precision;
 
   // phase_mean_s / step_mean_s (step_mean_s 0: over the sum of the phases; 0 if that is 0 too).
   double fraction(Phase phase) const;

@@ -54,7 +54,9 @@ struct ScheduleConfig {
 };
 
 struct AmpConfig {
-  std::string dtype = "bf16";      // bf16 (autocast), fp16 (autocast + loss scaling), fp32
+  // auto (bf16 on CUDA and on CPUs with AVX512-BF16/AMX, fp32 elsewhere:
+  // amp/dtype_choice.h), bf16 (autocast), fp16 (autocast + loss scaling), fp32.
+  std::string dtype = "auto";
   double init_scale = 65536.0;     // fp16 loss scaling
   int64_t growth_interval = 2000;
   bool skip_nonfinite = false;     // skip a step with a non-finite loss instead of stopping
