@@ -25,6 +25,12 @@ namespace {
 
 const std::vector<std::string> kToken = {"PAISOAR_JOB_TOKEN=launch-nodes-test"};
 
+// kToken, and TMPDIR=dir for a launcher the test kills with SIGKILL: it
+// cannot remove its private directory then, and `dir` goes with the test.
+std::vector<std::string> token_and_tmpdir(const std::string& dir) {
+  return {kToken.front(), "TMPDIR=" + dir};
+}
+
 // `paisoar launch` for node `node` of `nnodes` (one rank) on 127.0.0.1:port.
 std::vector<std::string> node_args(int node, int nnodes, int port, const std::vector<std::string>& flags,
                                    const std::vector<std::string>& actions) {
@@ -143,7 +149,7 @@ TEST(LaunchNodes, ANodeThatDoesNotRejoinEndsTheJob) {
                     kToken);
   LauncherRun node1(node_args(1, 3, port, flags, {"pidfile", dir + "/r1", "sleep", "60"}), kToken);
   auto node2 = std::make_unique<LauncherRun>(node_args(2, 3, port, flags, {"pidfile", dir + "/r2", "sleep", "60"}),
-                                             kToken);
+                                             token_and_tmpdir(dir));
   for (const char* rank : {"/r0", "/r1"}) ASSERT_GT(read_pid_file(dir + rank, 30), 0) << rank;
   const pid_t rank2 = read_pid_file(dir + "/r2", 30);
   ASSERT_GT(rank2, 0);
@@ -174,7 +180,7 @@ TEST(LaunchNodes, ALauncherGoneBeforeItsRanksFinishedEndsTheJob) {
   LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "wait-file", dir + "/go", "print", "fin"}),
                     kToken);
   auto node1 = std::make_unique<LauncherRun>(node_args(1, 2, port, {}, {"pidfile", dir + "/r1", "sleep", "60"}),
-                                             kToken);
+                                             token_and_tmpdir(dir));
   ASSERT_GT(read_pid_file(dir + "/r0", 30), 0);
   const pid_t rank1 = read_pid_file(dir + "/r1", 30);
   ASSERT_GT(rank1, 0);
@@ -214,7 +220,7 @@ TEST(LaunchNodes, WithoutNode0TheOtherNodesSaySo) {
 TEST(LaunchNodes, LosingNode0sLauncherEndsTheOtherNodes) {
   const std::string dir = make_temp_dir();
   const int port = pick_free_port_pair("127.0.0.1");
-  LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "sleep", "60"}), kToken);
+  LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "sleep", "60"}), token_and_tmpdir(dir));
   LauncherRun node1(node_args(1, 2, port, {}, {"pidfile", dir + "/r1", "sleep", "60"}), kToken);
   const pid_t rank0 = read_pid_file(dir + "/r0", 30);
   const pid_t rank1 = read_pid_file(dir + "/r1", 30);

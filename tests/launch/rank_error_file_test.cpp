@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 
 namespace paisoar::launch {
@@ -40,6 +41,7 @@ TEST(RankErrorFile, ReadsAFile) {
   std::ofstream(path) << kTorchRecord;
   EXPECT_EQ(read_error_file(path), "ValueError: boom \"quoted\"\nsecond line");
   EXPECT_FALSE(read_error_file(path + ".missing").has_value());
+  std::remove(path.c_str());
 }
 
 }  // namespace
