@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "launch/free_port.h"
@@ -39,6 +40,7 @@ TEST(LaunchRendezvous, TheStoreListensOnTheMasterAddressOnly) {
   touch(go);
   RunResult r = run.finish();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
 }
 
 // The test: a process with a wrong token trying to join is refused,
@@ -77,6 +79,7 @@ TEST(LaunchRendezvous, AWrongTokenIsRefusedAndTheJobGoesOn) {
   for (int rank : {0, 1}) {
     EXPECT_NE(r.out.find("[rank" + std::to_string(rank) + "]: done\n"), std::string::npos) << r.out;
   }
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
 }
 
 // A rank built on LibTorch 1.13 (its TCPStore has no validation handshake)
@@ -99,6 +102,7 @@ TEST(LaunchRendezvous, AClientOfLibTorch113IsRefusedNamingBothProtocols) {
                        "handshake); this launcher speaks 2.x's"),
             std::string::npos)
       << r.err;
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
 }
 
 TEST(LaunchRendezvous, ABusyStorePortIsAClearError) {
