@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <stdexcept>
 #include <iostream>
 #include <memory>
@@ -29,6 +28,7 @@
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
 #include "launch/rank_log_files.h"
+#include "launch/rank_scratch_dir.h"
 #include "launch/signal_channel.h"
 #include "launch/store_server.h"
 #include "launch/supervisor.h"
@@ -53,46 +53,20 @@ std::string env_or_empty(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-// With --heartbeat_timeout: a directory for the ranks' heartbeat files
-// (<dir>/rank_<R>), removed with everything in it when the launcher ends.
-class HeartbeatDir {
- public:
-  explicit HeartbeatDir(bool wanted) {
-    if (!wanted) return;
-    std::string pattern = env_or_empty("TMPDIR").empty() ? "/tmp" : env_or_empty("TMPDIR");
-    pattern += "/paisoar_heartbeat.XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("paisoar launch: cannot create a heartbeat directory '" + pattern +
-                               "': " + std::strerror(errno) + "; set TMPDIR to a writable directory");
-    }
-    path_ = pattern;
-  }
-  ~HeartbeatDir() {
-    if (path_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  // "" without a watchdog. A new attempt starts without the old attempt's files.
-  std::string file_for(int global_rank) const {
-    if (path_.empty()) return "";
-    const std::string file = path_ + "/rank_" + std::to_string(global_rank);
-    ::unlink(file.c_str());
-    return file;
-  }
-
- private:
-  std::string path_;
-};
-
 std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector<std::string>& argv,
                                  RankEnvContext ctx, const std::vector<std::string>& base_env,
-                                 const HeartbeatDir& heartbeats) {
+                                 const RankScratchDir& scratch) {
   std::vector<RankSpec> specs;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     ctx.local_rank = local;
     const int rank = global_rank(options, local);
-    RankSpec spec{local, rank, argv, build_rank_env(options, ctx, base_env), heartbeats.file_for(rank)};
-    if (!spec.heartbeat_file.empty()) {
+    // A new attempt starts without the last attempt's heartbeat and error files.
+    ctx.error_file = scratch.fresh_file(rank, "error.json");
+    RankSpec spec{local, rank, argv, build_rank_env(options, ctx, base_env), "", ctx.error_file};
+    spec.stdout_on_console = options.on_console(local, kStdOut);
+    spec.stderr_on_console = options.on_console(local, kStdErr);
+    if (options.heartbeat_timeout_s > 0) {
+      spec.heartbeat_file = scratch.fresh_file(rank, "heartbeat");
       const std::string name = "PAISOAR_HEARTBEAT_FILE=";
       spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
                                     [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; }),
@@ -106,10 +80,10 @@ std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector
 
 int spawn_failure_exit(const LaunchOptions& options, const SpawnError& error,
                        const std::vector<std::string>& argv) {
-  if (is_python_script(options.program.front())) {
+  if (runs_under_python(options.program, options.python_mode)) {
     message("'" + options.program.front() + "' is a Python script, run with '" + argv.front() +
-            "'. Set PAISOAR_PYTHON to the Python interpreter to use (one that can import "
-            "torch for torch.distributed).");
+            "'. Set PAISOAR_PYTHON (or torchrun's PYTHON_EXEC) to the Python interpreter to "
+            "use (one that can import torch for torch.distributed).");
   } else if (error.error_code() == ENOENT) {
     message("check the program's path; a name without '/' is searched in PATH.");
   }
@@ -146,14 +120,14 @@ struct NodeRun {
   const LaunchOptions& options;
   const std::vector<std::string>& argv;
   const std::vector<std::string>& base_env;
-  const HeartbeatDir& heartbeats;
+  const RankScratchDir& scratch;
   RankEnvContext ctx;
   Supervisor& supervisor;
   SignalChannel& signals;
 
   std::vector<RankSpec> specs(int restart) {
     ctx.restart_count = restart;
-    return make_specs(options, argv, ctx, base_env, heartbeats);
+    return make_specs(options, argv, ctx, base_env, scratch);
   }
 };
 
@@ -215,9 +189,10 @@ int run_node_of_job(NodeRun& run, const std::string& token) {
     NodeLink link(link_options, run.signals);
     // RANK and the restart decisions are only right when every node has the
     // same; torchrun's TORCHELASTIC_RUN_ID is the same on every node.
-    const std::string flags = "--nnodes " + std::to_string(options.nnodes) + " --nproc_per_node " +
-                              std::to_string(options.nproc_per_node) + " --max_restarts " +
-                              std::to_string(options.max_restarts);
+    std::string flags = "--nnodes " + std::to_string(options.nnodes) + " --nproc_per_node " +
+                        std::to_string(options.nproc_per_node) + " --max_restarts " +
+                        std::to_string(options.max_restarts);
+    if (!options.run_id.empty()) flags += " --rdzv-id " + options.run_id;
     const std::string job_flags = link.first_value("flags", flags);
     if (job_flags != flags) {
       throw std::runtime_error("paisoar launch: this launcher (" + node + ") has " + flags +
@@ -298,7 +273,13 @@ void wait_for_other_launchers(const StoreServer& store, SignalChannel& signals, 
 
 int run_launcher(LaunchOptions options, const std::string& token) {
   const std::vector<std::string> argv =
-      rank_command(options.program, env_or_empty("PAISOAR_PYTHON"));
+      rank_command(options.program, options.python_mode,
+                   python_interpreter(env_or_empty("PAISOAR_PYTHON"), env_or_empty("PYTHON_EXEC")));
+  if (options.wants_log_files() && options.log_dir.empty()) {
+    options.log_dir = make_temporary_log_dir();
+    message("--redirects/--tee without --log-dir: the ranks' output files are in " +
+            options.log_dir);
+  }
 
   std::vector<int> global_ranks;
   for (int local = 0; local < options.nproc_per_node; ++local)
@@ -311,7 +292,7 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   supervision.grace_period_s = options.grace_period_s;
   supervision.prefix_output = options.prefix_output;
   supervision.heartbeat_timeout_s = options.heartbeat_timeout_s;
-  const HeartbeatDir heartbeats(options.heartbeat_timeout_s > 0);
+  const RankScratchDir scratch;
   Supervisor supervisor(supervision, signals, logs);
   // After `signals`: the store's thread blocks every signal itself, and the
   // store lives across restarts (ranks of attempt k use keys of their own).
@@ -320,10 +301,10 @@ int run_launcher(LaunchOptions options, const std::string& token) {
 
   RankEnvContext ctx;
   ctx.job_token = token;
-  ctx.run_id = make_run_id();
+  ctx.run_id = options.run_id.empty() ? make_run_id() : options.run_id;
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
-  NodeRun run{options, argv, base_env, heartbeats, ctx, supervisor, signals};
+  NodeRun run{options, argv, base_env, scratch, ctx, supervisor, signals};
   if (options.nnodes == 1) return run_single_node(run);
   const int code = run_node_of_job(run, token);
   if (store) wait_for_other_launchers(*store, signals, options.grace_period_s + 10);
@@ -335,7 +316,7 @@ int run_launcher(LaunchOptions options, const std::string& token) {
 int launch_main(int argc, char** argv) {
   std::optional<LaunchOptions> options;
   try {
-    options = parse_launch_options(argc, argv);
+    options = parse_launch_options(argc, argv, read_node_devices());
   } catch (const LaunchUsageError& e) {
     std::cerr << e.what() << std::endl;
     return 2;

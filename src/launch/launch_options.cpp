@@ -1,15 +1,30 @@
 // Parses and validates the command line of `paisoar launch` with CLI11.
-// Flags accept torchrun's underscore spelling and the dash spelling.
+// Flags accept torchrun's underscore spelling and the dash spelling; the
+// compound values (--nnodes MIN:MAX, --rdzv-endpoint, --redirects, ...) are
+// parsed by flag_values.h and std_spec.h.
 #include "launch/launch_options.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <memory>
+
+#include "launch/flag_values.h"
 
 namespace paisoar::launch {
 namespace {
 
 constexpr const char* kHelpHint = " Run 'paisoar launch --help' for the flags.";
+// torchrun's default port for --rdzv-endpoint without one (its c10d rendezvous).
+constexpr int kDefaultRendezvousPort = 29400;
+
+// torchrun 2.14 flags that `paisoar launch` does not take, for a clearer
+// error than "unknown option".
+const char* const kUnsupportedTorchrunFlags[] = {
+    "--local-addr", "--logs-specs", "--numa-binding", "--signals-to-handle",
+    "--virtual-local-rank", "--event-log-handler", "--log-line-prefix-template",
+    "--duplicate-stdout-filters", "--duplicate-stderr-filters", "--print-completion",
+    "--use-env", "--max-nodes"};
 
 // CLI11's usage line cannot show the program and its arguments.
 class LaunchFormatter : public CLI::Formatter {
@@ -20,30 +35,46 @@ class LaunchFormatter : public CLI::Formatter {
 };
 
 // Holds the CLI11 app bound to one LaunchOptions. Both the parser and the help
-// text come from here, so they cannot drift apart.
+// text come from here, so they cannot drift apart. Values that need parsing
+// beyond CLI11's are held as text here and turned into options by parse().
 struct LaunchCli {
-  CLI::App app{"Starts --nproc_per_node copies of PROGRAM as the ranks of a distributed job\n"
+  CLI::App app{"Starts --nproc-per-node copies of PROGRAM as the ranks of a distributed job\n"
                "(like torchrun), relays their output and supervises them. A PROGRAM ending\n"
-               "in .py runs under $PAISOAR_PYTHON, else python3.\n",
+               "in .py runs under $PAISOAR_PYTHON, else $PYTHON_EXEC, else python3.\n",
                "paisoar launch"};
   LaunchOptions options;
+  std::string nproc = "1";
+  std::string nnodes = "1";
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;
+  std::string rdzv_conf;
+  std::string redirects = "0";
+  std::string tee = "0";
+  std::string local_ranks_filter;
+  std::string start_method = "spawn";
+  double monitor_interval_s = 0.1;
   int omp_num_threads = 0;
   bool standalone = false;
+  bool no_python = false;
+  bool module = false;
+  bool run_path = false;
 
   LaunchCli() {
     LaunchOptions& o = options;
     app.prefix_command();  // stop at the program: its arguments are not ours
     app.formatter(std::make_shared<LaunchFormatter>());
-    app.footer("Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,\n"
-               "MASTER_ADDR, MASTER_PORT (= --master_port + 1), OMP_NUM_THREADS, torchrun's\n"
-               "TORCHELASTIC_* variables, and PAISOAR_STORE_ADDR/PORT and PAISOAR_JOB_TOKEN\n"
-               "for the launcher's rendezvous store. The job token comes from\n"
-               "PAISOAR_JOB_TOKEN (required with --nnodes > 1) or is made up. See\n"
-               "docs/LAUNCH.md.");
-    app.add_option("--nproc_per_node,--nproc-per-node", o.nproc_per_node,
-                   "Ranks to start on this node")
+    app.footer("Each rank gets torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
+               "GROUP_RANK, GROUP_WORLD_SIZE, ROLE_*, MASTER_ADDR, MASTER_PORT (= --master-port\n"
+               "+ 1), TORCHELASTIC_*, OMP_NUM_THREADS, TORCH_NCCL_ASYNC_ERROR_HANDLING), and\n"
+               "PAISOAR_STORE_ADDR/PORT and PAISOAR_JOB_TOKEN for the launcher's rendezvous\n"
+               "store, which speaks LibTorch 2.x's TCPStore protocol. The job token comes from\n"
+               "PAISOAR_JOB_TOKEN (required with --nnodes > 1) or is made up. See docs/LAUNCH.md.");
+    app.add_option("--nproc_per_node,--nproc-per-node", nproc,
+                   "Ranks to start on this node: a number, or auto (the GPUs, else the CPUs), "
+                   "cpu, gpu")
         ->capture_default_str();
-    app.add_option("--nnodes", o.nnodes, "Nodes in the job, each running its own launcher")
+    app.add_option("--nnodes", nnodes,
+                   "Nodes in the job, each running its own launcher (N, or MIN:MAX with MIN = MAX)")
         ->capture_default_str();
     app.add_option("--node_rank,--node-rank", o.node_rank, "Index of this node, 0..nnodes-1")
         ->capture_default_str();
@@ -55,16 +86,48 @@ struct LaunchCli {
                    "(single node only)")
         ->capture_default_str();
     app.add_flag("--standalone", standalone,
-                 "Single node on 127.0.0.1 with a free port (--nnodes 1 --master_port 0)");
+                 "Single node on 127.0.0.1 with a free port (--nnodes 1 --master-port 0)");
+    app.add_option("--rdzv_backend,--rdzv-backend", rdzv_backend,
+                   "static or c10d: either way node 0's launcher hosts the store (no etcd)")
+        ->capture_default_str();
+    app.add_option("--rdzv_endpoint,--rdzv-endpoint", rdzv_endpoint,
+                   "HOST[:PORT] of the rendezvous store, instead of --master-addr/--master-port "
+                   "(port 29400 when none is given)");
+    app.add_option("--rdzv_id,--rdzv-id", o.run_id,
+                   "The job's id, TORCHELASTIC_RUN_ID (default: random, shared by all nodes)");
+    app.add_option("--rdzv_conf,--rdzv-conf", rdzv_conf,
+                   "KEY=VALUE,...: join_timeout=SECONDS is understood (--join-timeout)");
     app.add_option("--max_restarts,--max-restarts", o.max_restarts,
                    "Restart the whole job (every node's ranks) up to this many times when a "
                    "rank fails")
         ->capture_default_str();
+    app.add_option("--monitor_interval,--monitor-interval", monitor_interval_s,
+                   "Accepted for torchrun; the launcher reacts to rank exits at once");
+    app.add_option("--start_method,--start-method", start_method,
+                   "Accepted for torchrun (spawn, fork, forkserver); ranks are always new processes");
+    app.add_option("--role", o.role, "ROLE_NAME for the ranks")->capture_default_str();
+    app.add_flag("-m,--module", module, "Run PROGRAM as a Python module: python -m PROGRAM ARGS...");
+    app.add_flag("--no_python,--no-python", no_python,
+                 "Run PROGRAM directly, even when it ends in .py");
+    app.add_flag("--run_path,--run-path", run_path,
+                 "Run PROGRAM under Python whatever its name (wins over --no-python)");
     app.add_option("--log_dir,--log-dir", o.log_dir,
                    "Also write rank R's output, unprefixed, to LOG_DIR/rank_R.log");
+    app.add_option("-r,--redirects", redirects,
+                   "Keep these streams off the console, in the log files only: 0 none, 1 "
+                   "stdout, 2 stderr, 3 both, or per local rank, e.g. 0:3,1:0")
+        ->capture_default_str();
+    app.add_option("-t,--tee", tee,
+                   "Write these streams to the log files as well as the console (as "
+                   "--redirects)")
+        ->capture_default_str();
+    app.add_option("--local_ranks_filter,--local-ranks-filter", local_ranks_filter,
+                   "Show only these local ranks' output on the console, e.g. 0,1 (log files "
+                   "keep all)");
     app.add_flag_callback("--no_prefix,--no-prefix", [&o] { o.prefix_output = false; },
                           "Relay the ranks' lines without the '[rank<R>]: ' prefix");
-    app.add_option("--grace_period,--grace-period", o.grace_period_s,
+    app.add_option("--grace_period,--grace-period,--shutdown_timeout,--shutdown-timeout",
+                   o.grace_period_s,
                    "Seconds between SIGTERM and SIGKILL when stopping ranks")
         ->capture_default_str();
     app.add_option("--heartbeat_timeout,--heartbeat-timeout", o.heartbeat_timeout_s,
@@ -78,58 +141,166 @@ struct LaunchCli {
     app.add_option("--omp_num_threads,--omp-num-threads", omp_num_threads,
                    "OMP_NUM_THREADS for each rank (default: the user's, else cores/nproc)");
   }
+
+  bool given(const char* flag) const { return app.count(flag) > 0; }
 };
 
-std::string fail(const std::string& what) {
-  return "paisoar launch: " + what + kHelpHint;
+std::string fail(const std::string& what) { return "paisoar launch: " + what + kHelpHint; }
+
+[[noreturn]] void usage(const std::string& what) { throw LaunchUsageError(fail(what)); }
+
+// The unknown option's message; names torchrun flags that are not supported.
+std::string unknown_option(const std::string& arg) {
+  std::string name = arg.substr(0, arg.find('='));
+  std::replace(name.begin(), name.end(), '_', '-');
+  for (const char* flag : kUnsupportedTorchrunFlags) {
+    if (name == flag)
+      return "torchrun's " + name + " is not supported by paisoar launch (see docs/LAUNCH.md, "
+             "\"Differences from torchrun\").";
+  }
+  return "unknown option '" + arg + "'. To run a program whose name starts with '-', put '--' "
+         "before it.";
+}
+
+void stream_check(const StdSpec& spec, const char* flag, int nproc) {
+  for (const auto& [rank, streams] : spec.by_local_rank) {
+    if (rank >= nproc)
+      usage(std::string(flag) + " names local rank " + std::to_string(rank) +
+            ", but --nproc-per-node is " + std::to_string(nproc) + ".");
+  }
+}
+
+// --nnodes, --nproc-per-node, the rendezvous flags, the output flags and
+// the Python flags: torchrun's values into options.
+void apply_torchrun_values(LaunchCli& cli, LaunchOptions& o, const NodeDevices& devices) {
+  try {
+    const NodeRange range = parse_nnodes(cli.nnodes);
+    if (range.min_nodes != range.max_nodes)
+      usage("--nnodes " + cli.nnodes + ": elastic node ranges are not supported; paisoar launch "
+            "runs a fixed number of nodes. Give --nnodes N (or N:N).");
+    o.nnodes = range.min_nodes;
+  } catch (const std::invalid_argument& e) {
+    usage(std::string("--nnodes ") + e.what() + ".");
+  }
+  std::string why;
+  const std::optional<int> nproc = resolve_nproc_per_node(cli.nproc, devices, &why);
+  if (!nproc) usage("--nproc_per_node " + why + ".");
+  o.nproc_per_node = *nproc;
+
+  if (cli.rdzv_backend != "static" && cli.rdzv_backend != "c10d")
+    usage("--rdzv-backend " + cli.rdzv_backend + " is not supported: node 0's launcher hosts the "
+          "rendezvous store itself. Use static or c10d, with --rdzv-endpoint NODE0_ADDR:PORT.");
+  // torchrun writes an IPv6 --master-addr in brackets, e.g. [::1].
+  if (o.master_addr.size() > 2 && o.master_addr.front() == '[' && o.master_addr.back() == ']')
+    o.master_addr = o.master_addr.substr(1, o.master_addr.size() - 2);
+  if (!cli.rdzv_endpoint.empty()) {
+    Endpoint e;
+    try {
+      e = parse_endpoint(cli.rdzv_endpoint, kDefaultRendezvousPort);
+    } catch (const std::invalid_argument& err) {
+      usage(std::string("--rdzv-endpoint ") + err.what() + ".");
+    }
+    if ((cli.given("--master_addr") && o.master_addr != e.host) ||
+        (cli.given("--master_port") && o.master_port != e.port))
+      usage("--rdzv-endpoint " + cli.rdzv_endpoint + " and --master-addr/--master-port name "
+            "different stores; give one of them.");
+    o.master_addr = e.host;
+    o.master_port = e.port;
+  }
+  if (cli.rdzv_backend == "c10d" && o.nnodes > 1 && !cli.given("--node_rank"))
+    usage("--rdzv-backend c10d with --nnodes " + std::to_string(o.nnodes) + " needs --node-rank: "
+          "paisoar launch does not hand out node ranks; give each node its own 0.." +
+          std::to_string(o.nnodes - 1) + ".");
+  try {
+    for (const auto& [key, value] : parse_key_values(cli.rdzv_conf)) {
+      if (key != "join_timeout")
+        usage("--rdzv-conf " + key + " is not understood; paisoar launch takes join_timeout only.");
+      if (cli.given("--join_timeout"))
+        usage("--rdzv-conf join_timeout and --join-timeout both given; give one.");
+      o.join_timeout_s = parse_int(value);
+    }
+  } catch (const std::invalid_argument& e) {
+    usage(std::string("--rdzv-conf ") + e.what() + ".");
+  }
+
+  try {
+    o.redirects = parse_std_spec(cli.redirects);
+  } catch (const std::invalid_argument& e) {
+    usage(std::string("--redirects ") + e.what() + ".");
+  }
+  try {
+    o.tee = parse_std_spec(cli.tee);
+  } catch (const std::invalid_argument& e) {
+    usage(std::string("--tee ") + e.what() + ".");
+  }
+  stream_check(o.redirects, "--redirects", o.nproc_per_node);
+  stream_check(o.tee, "--tee", o.nproc_per_node);
+  if (cli.given("--local_ranks_filter")) {
+    try {
+      o.local_ranks_filter = parse_rank_list(cli.local_ranks_filter);
+    } catch (const std::invalid_argument& e) {
+      usage(std::string("--local-ranks-filter must be a comma-separated list of local ranks, "
+                        "e.g. 0,1: ") + e.what() + ".");
+    }
+    if (*o.local_ranks_filter.rbegin() >= o.nproc_per_node)
+      usage("--local-ranks-filter names local rank " + std::to_string(*o.local_ranks_filter.rbegin()) +
+            ", but --nproc-per-node is " + std::to_string(o.nproc_per_node) + ".");
+  }
+
+  if (cli.module && cli.no_python)
+    usage("--module and --no-python contradict each other: a module runs under Python.");
+  if (cli.module && cli.run_path) usage("--module and --run-path: give one of them.");
+  if (cli.run_path) {
+    o.python_mode = PythonMode::kScript;
+  } else if (cli.module) {
+    o.python_mode = PythonMode::kModule;
+  } else if (cli.no_python) {
+    o.python_mode = PythonMode::kNever;
+  }
+  if (!(cli.monitor_interval_s > 0)) usage("--monitor-interval must be more than 0 seconds.");
+  if (cli.start_method != "spawn" && cli.start_method != "fork" && cli.start_method != "forkserver")
+    usage("--start-method must be spawn, fork or forkserver, got '" + cli.start_method + "'.");
 }
 
 void validate(LaunchOptions& o, const LaunchCli& cli) {
-  if (o.nproc_per_node < 1)
-    throw LaunchUsageError(fail("--nproc_per_node must be at least 1, got " +
-                                std::to_string(o.nproc_per_node) + "."));
-  if (o.nnodes < 1)
-    throw LaunchUsageError(
-        fail("--nnodes must be at least 1, got " + std::to_string(o.nnodes) + "."));
   if (o.node_rank < 0 || o.node_rank >= o.nnodes)
-    throw LaunchUsageError(fail("--node_rank must be in 0.." + std::to_string(o.nnodes - 1) +
-                                " for --nnodes " + std::to_string(o.nnodes) + ", got " +
-                                std::to_string(o.node_rank) + "."));
+    usage("--node_rank must be in 0.." + std::to_string(o.nnodes - 1) + " for --nnodes " +
+          std::to_string(o.nnodes) + ", got " + std::to_string(o.node_rank) + ".");
   if (o.master_port < 0 || o.master_port > 65535)
-    throw LaunchUsageError(fail("--master_port must be in 0..65535, got " +
-                                std::to_string(o.master_port) + "."));
+    usage("--master_port must be in 0..65535, got " + std::to_string(o.master_port) + ".");
   if (o.master_port == 65535)
-    throw LaunchUsageError(fail("--master_port must be at most 65534: the ranks get "
-                                "MASTER_PORT = --master_port + 1 for stores they host themselves."));
+    usage("--master_port must be at most 65534: the ranks get MASTER_PORT = --master_port + 1 "
+          "for stores they host themselves.");
   if (o.master_port == 0 && o.nnodes > 1)
-    throw LaunchUsageError(
-        fail("--master_port 0 (pick a free port) only works with --nnodes 1: the other "
-             "nodes could not know the port. Give every node the same explicit --master_port."));
-  if (o.master_addr.empty())
-    throw LaunchUsageError(fail("--master_addr must not be empty."));
+    usage("--master_port 0 (pick a free port) only works with --nnodes 1: the other nodes could "
+          "not know the port. Give every node the same explicit --master_port.");
+  if (o.master_addr.empty()) usage("--master_addr must not be empty.");
   if (o.max_restarts < 0)
-    throw LaunchUsageError(fail("--max_restarts must be 0 or more, got " +
-                                std::to_string(o.max_restarts) + "."));
-  if (!(o.grace_period_s >= 0.0))
-    throw LaunchUsageError(fail("--grace_period must be 0 or more seconds."));
+    usage("--max_restarts must be 0 or more, got " + std::to_string(o.max_restarts) + ".");
+  if (!(o.grace_period_s >= 0.0)) usage("--grace_period must be 0 or more seconds.");
   if (!(o.heartbeat_timeout_s >= 0.0))
-    throw LaunchUsageError(fail("--heartbeat_timeout must be 0 (off) or more seconds."));
-  if (!(o.join_timeout_s > 0.0))
-    throw LaunchUsageError(fail("--join_timeout must be more than 0 seconds."));
-  if (cli.app.count("--omp_num_threads") > 0) {
+    usage("--heartbeat_timeout must be 0 (off) or more seconds.");
+  if (!(o.join_timeout_s > 0.0)) usage("--join_timeout must be more than 0 seconds.");
+  if (cli.given("--omp_num_threads")) {
     if (cli.omp_num_threads < 1)
-      throw LaunchUsageError(fail("--omp_num_threads must be at least 1, got " +
-                                  std::to_string(cli.omp_num_threads) + "."));
+      usage("--omp_num_threads must be at least 1, got " + std::to_string(cli.omp_num_threads) + ".");
     o.omp_num_threads = cli.omp_num_threads;
   }
+  if (cli.given("--rdzv_id") && o.run_id.empty()) usage("--rdzv-id must not be empty.");
   if (o.program.empty())
-    throw LaunchUsageError(fail("no program given. Name the program to run after the flags, "
-                                "e.g. 'paisoar launch --nproc_per_node 2 ./train --epochs 1'."));
+    usage("no program given. Name the program to run after the flags, e.g. 'paisoar launch "
+          "--nproc_per_node 2 ./train --epochs 1'.");
 }
 
 }  // namespace
 
-std::optional<LaunchOptions> parse_launch_options(int argc, const char* const* argv) {
+bool LaunchOptions::on_console(int local_rank, int stream) const {
+  if ((redirects.streams_of(local_rank) & stream) != 0) return false;
+  return local_ranks_filter.empty() || local_ranks_filter.count(local_rank) > 0;
+}
+
+std::optional<LaunchOptions> parse_launch_options(int argc, const char* const* argv,
+                                                  const NodeDevices& devices) {
   LaunchCli cli;
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
@@ -140,26 +311,29 @@ std::optional<LaunchOptions> parse_launch_options(int argc, const char* const* a
   } catch (const CLI::ParseError& e) {
     throw LaunchUsageError(fail(std::string(e.what()) + "."));
   }
-  LaunchOptions o = std::move(cli.options);
   std::vector<std::string> rest = cli.app.remaining();
   if (!rest.empty() && rest.front() == "--") {
     rest.erase(rest.begin());
   } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
-    throw LaunchUsageError(fail("unknown option '" + rest.front() +
-                                "'. To run a program whose name starts with '-', put '--' "
-                                "before it."));
+    usage(unknown_option(rest.front()));
   }
+  LaunchOptions& o = cli.options;
   o.program = std::move(rest);
   if (cli.standalone) {
-    if (cli.app.count("--nnodes") > 0 && o.nnodes != 1)
-      throw LaunchUsageError(fail("--standalone means a single node; drop --nnodes."));
-    o.nnodes = 1;
+    if (cli.given("--nnodes") && cli.nnodes != "1" && cli.nnodes != "1:1")
+      usage("--standalone means a single node; drop --nnodes.");
+    cli.nnodes = "1";
+    cli.rdzv_endpoint.clear();  // torchrun ignores the rendezvous flags with --standalone
+    cli.rdzv_backend = "static";
+  }
+  apply_torchrun_values(cli, o, devices);
+  if (cli.standalone) {
     o.node_rank = 0;
     o.master_addr = "127.0.0.1";
     o.master_port = 0;
   }
   validate(o, cli);
-  return o;
+  return std::move(cli.options);
 }
 
 std::string launch_help_text() {

@@ -67,7 +67,7 @@ void LineRelay::finish() {
 }
 
 void LineRelay::append_line(std::string_view line) {
-  if (!dest_broken_) {
+  if (dest_fd_ >= 0 && !dest_broken_) {
     dest_buf_.append(prefix_);
     dest_buf_.append(line);
     dest_buf_.push_back('\n');

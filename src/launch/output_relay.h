@@ -25,7 +25,8 @@ class LineRelay {
   // when a program writes without newlines (progress bars using '\r').
   static constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
 
-  // `dest_fd` is the launcher's stdout or stderr; `log_fd` a rank log file or -1.
+  // `dest_fd` is the launcher's stdout or stderr, or -1 to keep the lines off
+  // the console; `log_fd` a rank log file or -1.
   LineRelay(std::string prefix, int dest_fd, int log_fd);
 
   // Takes the next bytes read from the rank's pipe and writes out the lines

@@ -1,9 +1,15 @@
-// rank_command(): runs *.py programs under $PAISOAR_PYTHON or python3.
+// rank_command(): runs Python programs as torchrun does, others directly.
 #include "launch/rank_command.h"
 
 #include <cassert>
 
 namespace paisoar::launch {
+
+std::string python_interpreter(const std::string& paisoar_python, const std::string& python_exec) {
+  if (!paisoar_python.empty()) return paisoar_python;
+  if (!python_exec.empty()) return python_exec;
+  return kDefaultPython;
+}
 
 bool is_python_script(const std::string& program) {
   const std::string suffix = ".py";
@@ -11,13 +17,26 @@ bool is_python_script(const std::string& program) {
          program.compare(program.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::vector<std::string> rank_command(const std::vector<std::string>& program,
-                                      const std::string& paisoar_python) {
+bool runs_under_python(const std::vector<std::string>& program, PythonMode mode) {
   assert(!program.empty());
-  if (!is_python_script(program.front())) return program;
-  std::vector<std::string> argv;
-  argv.reserve(program.size() + 1);
-  argv.push_back(paisoar_python.empty() ? kDefaultPython : paisoar_python);
+  switch (mode) {
+    case PythonMode::kNever:
+      return false;
+    case PythonMode::kModule:
+    case PythonMode::kScript:
+      return true;
+    case PythonMode::kBySuffix:
+      break;
+  }
+  return is_python_script(program.front());
+}
+
+std::vector<std::string> rank_command(const std::vector<std::string>& program, PythonMode mode,
+                                      const std::string& python) {
+  if (!runs_under_python(program, mode)) return program;
+  // -u: unbuffered, so a rank's prints reach the launcher as they are made.
+  std::vector<std::string> argv = {python.empty() ? kDefaultPython : python, "-u"};
+  if (mode == PythonMode::kModule) argv.push_back("-m");
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;
 }

@@ -51,6 +51,8 @@ std::vector<std::string> build_rank_env(const LaunchOptions& options, const Rank
   set_var(env, "WORLD_SIZE", world);
   set_var(env, "LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node));
   set_var(env, "GROUP_RANK", std::to_string(options.node_rank));
+  set_var(env, "GROUP_WORLD_SIZE", std::to_string(options.nnodes));
+  set_var(env, "ROLE_NAME", options.role);
   set_var(env, "ROLE_RANK", rank);
   set_var(env, "ROLE_WORLD_SIZE", world);
   set_var(env, "MASTER_ADDR", options.master_addr);
@@ -61,6 +63,10 @@ std::vector<std::string> build_rank_env(const LaunchOptions& options, const Rank
   set_var(env, "TORCHELASTIC_RESTART_COUNT", restarts);
   set_var(env, "TORCHELASTIC_MAX_RESTARTS", std::to_string(options.max_restarts));
   set_var(env, "TORCHELASTIC_RUN_ID", ctx.run_id);
+  set_var(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+  if (!ctx.error_file.empty()) set_var(env, "TORCHELASTIC_ERROR_FILE", ctx.error_file);
+  if (!has_var(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+    set_var(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   set_var(env, "PAISOAR_RESTART_COUNT", restarts);
   if (options.omp_num_threads) {
     set_var(env, "OMP_NUM_THREADS", std::to_string(*options.omp_num_threads));

@@ -21,19 +21,25 @@ struct RankEnvContext {
   int cpu_count = 1;
   // PAISOAR_JOB_TOKEN for the ranks (see job_token.h); "" leaves base's.
   std::string job_token;
+  // TORCHELASTIC_ERROR_FILE: where this rank's torch `@record` writes its
+  // error; "" leaves base's.
+  std::string error_file;
 };
 
 // RANK of local rank `local_rank` on this node: node_rank * nproc_per_node + local_rank.
 int global_rank(const LaunchOptions& options, int local_rank);
 
 // Returns `base` ("NAME=value" entries, e.g. current_environment()) with the
-// rank variables set, replacing any of the same name. OMP_NUM_THREADS comes
-// from options.omp_num_threads, else from `base` when set there, else
-// max(1, cpu_count / nproc_per_node). The launcher's store is at
-// PAISOAR_STORE_ADDR:PAISOAR_STORE_PORT = master_addr:master_port; MASTER_PORT
-// is master_port + 1, for a store a rank hosts itself (torch.distributed's
-// env://, a user's own TCPStore). options.master_port must be the real port,
-// not 0.
+// rank variables torchrun 2.x sets (and paisoar's), replacing any of the
+// same name. OMP_NUM_THREADS comes from options.omp_num_threads, else from
+// `base` when set there, else max(1, cpu_count / nproc_per_node);
+// TORCH_NCCL_ASYNC_ERROR_HANDLING from `base`, else 1, as torchrun. The
+// launcher's store is at PAISOAR_STORE_ADDR:PAISOAR_STORE_PORT =
+// master_addr:master_port; MASTER_PORT is master_port + 1, for a store a
+// rank hosts itself (torch.distributed's env://, a user's own TCPStore), so
+// TORCHELASTIC_USE_AGENT_STORE is False: torch's env:// must not expect the
+// launcher to host a store there (its own asks for the job token, which
+// env:// cannot show). options.master_port must be the real port, not 0.
 std::vector<std::string> build_rank_env(const LaunchOptions& options, const RankEnvContext& ctx,
                                         const std::vector<std::string>& base);
 

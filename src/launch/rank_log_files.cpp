@@ -1,9 +1,12 @@
-// RankLogFiles: creates the --log_dir directory and the rank_<R>.log files.
+// RankLogFiles: creates the --log_dir directory and the rank_<R>.log files;
+// make_temporary_log_dir().
 #include "launch/rank_log_files.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -27,6 +30,18 @@ RankLogFiles::RankLogFiles(const std::string& dir, const std::vector<int>& globa
     }
     files_.emplace(rank, UniqueFd(fd));
   }
+}
+
+std::string make_temporary_log_dir() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string pattern = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  pattern += "/paisoar_logs.XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error("paisoar launch: cannot create a log directory '" + pattern +
+                             "' for --redirects/--tee: " + std::strerror(errno) +
+                             "; give --log-dir DIR");
+  }
+  return pattern;
 }
 
 int RankLogFiles::fd_for(int global_rank) const {

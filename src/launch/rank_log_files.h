@@ -27,4 +27,10 @@ class RankLogFiles {
   std::map<int, UniqueFd> files_;
 };
 
+// A new directory $TMPDIR/paisoar_logs.XXXXXX (else under /tmp) for
+// --redirects or --tee without --log-dir (torchrun too writes them to a
+// temporary directory then); it is kept when the launcher ends. Throws
+// std::runtime_error naming it when it cannot be made.
+std::string make_temporary_log_dir();
+
 }  // namespace paisoar::launch

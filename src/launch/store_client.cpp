@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -82,9 +83,23 @@ StoreClient::StoreClient(const std::string& host, int port, const std::string& t
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, ms_until(deadline))));
   }
   if (!fd_) lost("cannot connect (" + error + ")");
+  handshake();
   if (compare_set(kAuthKey, token, token) != token)
     lost("the store refused this launcher's job token: export the same PAISOAR_JOB_TOKEN on "
          "every node");
+}
+
+void StoreClient::handshake() {
+  store::Request validate;
+  validate.type = store::QueryType::kValidate;
+  validate.word = store::kValidationMagic;
+  send(validate);
+  store::Request ping;
+  ping.type = store::QueryType::kPing;
+  ping.word = static_cast<std::uint32_t>(::getpid());
+  send(ping);
+  if (store::read_u32(read_exact(4, Clock::now() + reply_timeout_)) != ping.word)
+    lost("it answered the handshake's PING wrongly: it is not a LibTorch 2.x TCPStore");
 }
 
 void StoreClient::set(const std::string& key, const std::string& value) {
@@ -187,17 +202,13 @@ std::string StoreClient::read_exact(std::size_t n, Clock::time_point deadline) {
 std::string StoreClient::read_bytes_reply() {
   const auto deadline = Clock::now() + reply_timeout_;
   const std::string header = read_exact(8, deadline);
-  std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= std::uint64_t{static_cast<unsigned char>(header[i])} << (8 * i);
+  const std::uint64_t n = store::read_u64(header);
   if (n > (std::uint64_t{1} << 30)) lost("a malformed answer");
   return read_exact(static_cast<std::size_t>(n), deadline);
 }
 
 std::int64_t StoreClient::read_int_reply() {
-  const std::string bytes = read_exact(8, Clock::now() + reply_timeout_);
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
-  return static_cast<std::int64_t>(v);
+  return static_cast<std::int64_t>(store::read_u64(read_exact(8, Clock::now() + reply_timeout_)));
 }
 
 void StoreClient::lost(const std::string& why) const {

@@ -1,8 +1,9 @@
 // A client of the launcher's rendezvous store for the launchers themselves
 // (multi-node jobs: every node's launcher, node 0's included, talks to node
-// 0's store). Speaks c10d TCPStore's 1.13 protocol (store_protocol.h),
-// shows the job token first, and bounds every wait, so a store that went
-// away is an error (StoreConnectionLost), never a hang. Links no LibTorch.
+// 0's store). Speaks c10d TCPStore's LibTorch 2.x protocol
+// (store_protocol.h): opens with the validation handshake and a PING, shows
+// the job token first, and bounds every wait, so a store that went away is
+// an error (StoreConnectionLost), never a hang. Links no LibTorch.
 #pragma once
 
 #include <chrono>
@@ -33,8 +34,9 @@ class StoreClient {
 
   // Connects to host:port (an address or a name), retrying while nothing
   // listens there yet, until `deadline`; then shows `token`. Throws
-  // StoreConnectionLost when no connection was made by `deadline` or the
-  // store refused the token.
+  // StoreConnectionLost when no connection was made by `deadline`, the
+  // store did not echo the handshake's PING (it is no 2.x TCPStore) or it
+  // refused the token.
   StoreClient(const std::string& host, int port, const std::string& token,
               Clock::time_point deadline);
 
@@ -44,6 +46,8 @@ class StoreClient {
 
   // Keys as on the wire (c10d clients put "/" in front of their caller's key).
   void set(const std::string& key, const std::string& value);
+  // The value, "" when the key is missing (c10d's own client WAITs for the
+  // key first; this one does not).
   std::string get(const std::string& key);
   // c10d's compareSet: stores `desired` when the value is `expected` (a
   // missing key counts as ""); returns the value now stored.
@@ -66,6 +70,8 @@ class StoreClient {
 
  private:
   void send(const store::Request& request);
+  // VALIDATE, then PING with this process's id as the nonce, as c10d's client.
+  void handshake();
   // Reads exactly n bytes before `deadline`.
   std::string read_exact(std::size_t n, Clock::time_point deadline);
   std::string read_bytes_reply();

@@ -31,6 +31,8 @@ constexpr std::size_t kMaxConnections = 4096;
 // or a misconfigured script must not flood the job's output).
 constexpr int kMaxRefusalsLogged = 20;
 constexpr std::size_t kReadChunk = 64 * 1024;
+// VALIDATE: the query-type byte and the uint32 magic.
+constexpr std::size_t kValidateBytes = 5;
 
 // Before authentication a request may hold nothing bigger than a token.
 store::DecodeLimits first_request_limits() {
@@ -136,27 +138,61 @@ bool StoreServeLoop::on_readable(ConnId id, Connection& c) {
   return serve_requests(id, c);
 }
 
+bool StoreServeLoop::validate(Connection& c, std::size_t* used) {
+  switch (store::classify_handshake(std::string_view(c.in).substr(*used))) {
+    case store::Handshake::kIncomplete:
+      return false;
+    case store::Handshake::kValid:
+      *used += kValidateBytes;
+      c.stage = Connection::Stage::kValidated;
+      return true;
+    case store::Handshake::kOlderProtocol:
+      refuse(c, "it speaks a TCPStore protocol older than LibTorch 2.x (no validation "
+                "handshake); this launcher speaks 2.x's, so run the job's ranks with torch / "
+                "LibTorch 2.x");
+      return false;
+    case store::Handshake::kNotTcpStore:
+      refuse(c, "it is not a c10d TCPStore client (no LibTorch 2.x validation handshake)");
+      return false;
+  }
+  return false;
+}
+
 bool StoreServeLoop::serve_requests(ConnId id, Connection& c) {
   static const store::DecodeLimits kServedLimits;
+  using Stage = Connection::Stage;
   std::size_t used = 0;
   while (!c.close_when_sent && used < c.in.size()) {
+    if (c.stage == Stage::kNew) {
+      if (!validate(c, &used)) break;
+      continue;
+    }
+    const bool authenticated = c.stage == Stage::kAuthenticated;
     Request request;
     std::size_t consumed = 0;
     const std::string_view rest = std::string_view(c.in).substr(used);
     const DecodeStatus status = store::decode_request(
-        rest, c.authenticated ? kServedLimits : first_request_limits(), &request, &consumed);
+        rest, authenticated ? kServedLimits : first_request_limits(), &request, &consumed);
     if (status == DecodeStatus::kIncomplete) break;
-    if (status == DecodeStatus::kMalformed) {
-      if (!c.authenticated) {
+    const bool second_validate = status == DecodeStatus::kComplete &&
+                                 request.type == store::QueryType::kValidate;
+    if (status == DecodeStatus::kMalformed || second_validate) {
+      if (!authenticated) {
         refuse(c, "its first request was not the job-token check");
         break;
       }
       log("closed a connection from " + c.peer + ": a request the store does not understand "
-          "(not c10d TCPStore's 1.13 protocol)");
+          "(query type " + std::to_string(static_cast<unsigned char>(rest[0])) +
+          "; not c10d TCPStore's LibTorch 2.x protocol)");
       return false;
     }
     used += consumed;
-    if (!c.authenticated) {
+    // PING (the client's liveness check after VALIDATE) is echoed at any stage.
+    if (request.type == store::QueryType::kPing) {
+      c.out += store::encode_ping_reply(request.word);
+      continue;
+    }
+    if (!authenticated) {
       if (!authenticate(c, request)) break;
       continue;
     }
@@ -190,7 +226,7 @@ bool StoreServeLoop::authenticate(Connection& c, const Request& r) {
     refuse(c, "wrong job token");
     return false;
   }
-  c.authenticated = true;
+  c.stage = Connection::Stage::kAuthenticated;
   c.out += store::encode_bytes_reply(token_);
   return true;
 }

@@ -1,8 +1,9 @@
 // The rendezvous store's event loop: one poll() over the listening socket, a
-// stop descriptor and every connection. A connection is served only after
-// its first request showed the job token (see store_server.h); requests are
-// applied to a StoreState and replies written without blocking, so a client
-// that does not read cannot stall the others.
+// stop descriptor and every connection. A connection must open with c10d
+// 2.x's validation handshake, and is served only after its first request
+// past the handshake (PINGs aside) showed the job token (see
+// store_server.h); requests are applied to a StoreState and replies written
+// without blocking, so a client that does not read cannot stall the others.
 #pragma once
 
 #include <atomic>
@@ -34,7 +35,8 @@ class StoreServeLoop {
     std::string peer;  // "1.2.3.4:5678", for messages
     std::string in;
     std::string out;
-    bool authenticated = false;
+    // kNew: waiting for VALIDATE; kValidated: for the job token; then served.
+    enum class Stage { kNew, kValidated, kAuthenticated } stage = Stage::kNew;
     bool close_when_sent = false;
   };
 
@@ -43,6 +45,8 @@ class StoreServeLoop {
   // Reads what is there and serves every complete request; false: close it.
   bool on_readable(store::ConnId id, Connection& c);
   bool serve_requests(store::ConnId id, Connection& c);
+  // The first bytes; false when they are not 2.x's handshake (refused) or incomplete.
+  bool validate(Connection& c, std::size_t* used);
   // The first request; false when it was refused (the caller stops reading).
   bool authenticate(Connection& c, const store::Request& request);
   void refuse(Connection& c, const std::string& why);

@@ -1,14 +1,19 @@
 // The launcher's rendezvous store: a TCP server speaking c10d TCPStore's
-// 1.13 protocol (store_protocol.h), bound to one address only (the
+// LibTorch 2.x protocol (store_protocol.h), bound to one address only (the
 // launcher's --master_addr, never the wildcard), that lets a connection do
-// nothing until it has shown the job token. The first request on every
-// connection must be COMPARE_SET of key kAuthKey with the token as the
-// expected value (an unmodified c10d client can send it: compareSet of
-// "paisoar/auth", since c10d puts "/" before keys). A right token is answered
-// with the token; a wrong one with an empty value, then the connection is
-// closed and the launcher logs "refused a connection from ADDR:PORT: wrong
-// job token". Any other first request is refused the same way, unanswered.
-// The job goes on either way.
+// nothing until it has shown the job token. Every connection must open with
+// 2.x's validation handshake (VALIDATE with the magic number; PINGs are
+// echoed at any time); a client without it (LibTorch 1.x, whose first byte
+// is a query) is closed unanswered and the launcher logs "refused a
+// connection from ADDR:PORT: it speaks a TCPStore protocol older than
+// LibTorch 2.x (no validation handshake); this launcher speaks 2.x's ...".
+// The first request after the handshake must be COMPARE_SET of key kAuthKey
+// with the token as the expected value (an unmodified c10d client can send
+// it: compareSet of "paisoar/auth", since c10d puts "/" before keys). A
+// right token is answered with the token; a wrong one with an empty value,
+// then the connection is closed and the launcher logs "refused a connection
+// from ADDR:PORT: wrong job token". Any other first request is refused the
+// same way, unanswered. The job goes on either way.
 #pragma once
 
 #include <atomic>

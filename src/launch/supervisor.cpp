@@ -15,9 +15,11 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "launch/output_relay.h"
+#include "launch/rank_error_file.h"
 #include "launch/store_client.h"
 
 namespace paisoar::launch {
@@ -159,10 +161,12 @@ void GroupRun::start_all(const std::vector<RankSpec>& specs) {
     std::string prefix =
         options_.prefix_output ? "[rank" + std::to_string(spec.global_rank) + "]: " : "";
     int log_fd = logs_.fd_for(spec.global_rank);
+    const int out_fd = spec.stdout_on_console ? options_.stdout_fd : -1;
+    const int err_fd = spec.stderr_on_console ? options_.stderr_fd : -1;
     ranks_.push_back(LiveRank{
         &spec, process.pid,
-        RankStream{std::move(process.stdout_fd), LineRelay(prefix, options_.stdout_fd, log_fd)},
-        RankStream{std::move(process.stderr_fd), LineRelay(prefix, options_.stderr_fd, log_fd)}});
+        RankStream{std::move(process.stdout_fd), LineRelay(prefix, out_fd, log_fd)},
+        RankStream{std::move(process.stderr_fd), LineRelay(prefix, err_fd, log_fd)}});
   }
 }
 
@@ -236,9 +240,21 @@ void GroupRun::fail(const LiveRank& rank, const ExitStatus& status, const std::s
   outcome_.kind = GroupOutcome::Kind::kRankFailed;
   outcome_.failure = RankExit{rank.spec->local_rank, rank.spec->global_rank, rank.pid, status};
   message(what);
+  std::string report = what;
+  if (std::optional<std::string> error = rank.spec->error_file.empty()
+                                             ? std::nullopt
+                                             : read_error_file(rank.spec->error_file)) {
+    // What torch's @record wrote: the exception, e.g. "ValueError: bad batch".
+    std::string indented = *error;
+    for (std::size_t at = indented.find('\n'); at != std::string::npos; at = indented.find('\n', at + 3))
+      indented.replace(at, 1, "\n  ");
+    message("rank " + std::to_string(rank.spec->global_rank) + " reported (TORCHELASTIC_ERROR_FILE): " +
+            indented);
+    report += " (" + error->substr(0, error->find('\n')) + ")";
+  }
   if (job_ != nullptr) {
     try {
-      job_->report_failure(what);
+      job_->report_failure(report);
     } catch (const StoreConnectionLost& e) {
       job_lost(e);
       return;

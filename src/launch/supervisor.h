@@ -27,6 +27,13 @@ struct RankSpec {
   // The file the rank touches as it makes progress (PAISOAR_HEARTBEAT_FILE in
   // `env`); "" when there is no watchdog.
   std::string heartbeat_file;
+  // TORCHELASTIC_ERROR_FILE in `env`: when the rank fails, the message it
+  // left there is printed (and reported to the other nodes); "" for none.
+  std::string error_file;
+  // Whether the rank's stdout and stderr lines reach the launcher's own
+  // (--redirects, --local-ranks-filter); they reach its log file either way.
+  bool stdout_on_console = true;
+  bool stderr_on_console = true;
 };
 
 struct SupervisorOptions {

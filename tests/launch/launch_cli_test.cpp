@@ -29,11 +29,51 @@ TEST(LaunchCli, BadFlagsExit2NamingTheFlag) {
   expect_usage_error({"launch", "--bogus", LAUNCH_PROBE}, "--bogus");
 }
 
+TEST(LaunchCli, TorchrunFlagsPaisoarDoesNotTakeAreNamed) {
+  expect_usage_error({"launch", "--nnodes", "1:4", LAUNCH_PROBE},
+                     "elastic node ranges are not supported");
+  expect_usage_error({"launch", "--numa-binding", "node", LAUNCH_PROBE},
+                     "torchrun's --numa-binding is not supported by paisoar launch");
+  expect_usage_error({"launch", "--rdzv-backend", "etcd-v2", LAUNCH_PROBE},
+                     "--rdzv-backend etcd-v2 is not supported");
+}
+
+// The command each rank runs, seen through /bin/echo standing in for Python.
+TEST(LaunchCli, PythonProgramsRunAsUnderTorchrun) {
+  RunResult module = run_paisoar({"launch", "--master-port", "0", "-m", "pkg.train", "--lr", "1"},
+                                 {"PAISOAR_PYTHON=/bin/echo"});
+  EXPECT_EQ(module.exit_code, 0) << module.err;
+  EXPECT_EQ(module.out, "[rank0]: -u -m pkg.train --lr 1\n");
+  RunResult script = run_paisoar({"launch", "--master-port", "0", "train.py", "x"},
+                                 {"PAISOAR_PYTHON", "PYTHON_EXEC=/bin/echo"});
+  EXPECT_EQ(script.out, "[rank0]: -u train.py x\n") << "torchrun's PYTHON_EXEC " << script.err;
+  RunResult run_path = run_paisoar({"launch", "--master-port", "0", "--run-path", "/abs/train"},
+                                   {"PAISOAR_PYTHON=/bin/echo"});
+  EXPECT_EQ(run_path.out, "[rank0]: -u /abs/train\n") << run_path.err;
+  // --no-python: a program named *.py runs itself.
+  namespace fs = std::filesystem;
+  const fs::path dir = make_temp_dir();
+  {
+    std::ofstream tool(dir / "tool.py");
+    tool << "#!/bin/sh\necho direct \"$@\"\n";
+  }
+  fs::permissions(dir / "tool.py", fs::perms::owner_all);
+  RunResult direct = run_paisoar({"launch", "--master-port", "0", "--no-python",
+                                  (dir / "tool.py").string(), "a"},
+                                 {"PAISOAR_PYTHON=/bin/echo"});
+  EXPECT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(direct.out, "[rank0]: direct a\n");
+  fs::remove_all(dir);
+}
+
 TEST(LaunchCli, LaunchHelp) {
   RunResult r = run_paisoar({"launch", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--nproc_per_node"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--max_restarts"), std::string::npos) << r.out;
+  for (const char* flag : {"--rdzv-endpoint", "--redirects", "--tee", "--local-ranks-filter",
+                           "--no-python", "--module", "--run-path", "--monitor-interval"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag << " in " << r.out;
   RunResult via_help = run_paisoar({"help", "launch"});
   EXPECT_EQ(via_help.out, r.out);
 }

@@ -21,13 +21,16 @@ const std::vector<std::string> kPrintEnv = {
     "env", "MASTER_PORT", "env", "OMP_NUM_THREADS", "env", "TORCHELASTIC_RESTART_COUNT",
     "env", "TORCHELASTIC_MAX_RESTARTS", "env", "TORCHELASTIC_RUN_ID", "env",
     "PAISOAR_RESTART_COUNT", "env", "FROM_THE_TEST", "env", "PAISOAR_STORE_ADDR", "env",
-    "PAISOAR_STORE_PORT", "env", "PAISOAR_JOB_TOKEN"};
+    "PAISOAR_STORE_PORT", "env", "PAISOAR_JOB_TOKEN", "env", "GROUP_WORLD_SIZE", "env",
+    "ROLE_NAME", "env", "TORCHELASTIC_USE_AGENT_STORE", "env", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "env", "TORCHELASTIC_ERROR_FILE"};
 
 TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
   const int port = pick_free_port_pair("127.0.0.1");
   RunResult r = run_paisoar(
       probe_launch({"--nproc_per_node", "2", "--master_port", std::to_string(port)}, kPrintEnv),
-      {"OMP_NUM_THREADS", "FROM_THE_TEST=kept", "PAISOAR_JOB_TOKEN"});
+      {"OMP_NUM_THREADS", "FROM_THE_TEST=kept", "PAISOAR_JOB_TOKEN", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+       "TORCHELASTIC_USE_AGENT_STORE=True"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto values = values_by_rank(r.out);
   ASSERT_EQ(values.size(), 2u) << r.out;
@@ -53,7 +56,15 @@ TEST(LaunchEnv, TwoRanksGetTorchrunVariables) {
     EXPECT_EQ(v["PAISOAR_RESTART_COUNT"], "0");
     EXPECT_EQ(v["FROM_THE_TEST"], "kept");
     EXPECT_EQ(v["TORCHELASTIC_RUN_ID"].size(), 16u);
+    EXPECT_EQ(v["GROUP_WORLD_SIZE"], "1");
+    EXPECT_EQ(v["ROLE_NAME"], "default");
+    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "False") << "not the launcher's inherited True";
+    EXPECT_EQ(v["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+    EXPECT_NE(v["TORCHELASTIC_ERROR_FILE"].find("/rank_" + std::to_string(rank) + ".error.json"),
+              std::string::npos)
+        << v["TORCHELASTIC_ERROR_FILE"];
   }
+  EXPECT_NE(values[0]["TORCHELASTIC_ERROR_FILE"], values[1]["TORCHELASTIC_ERROR_FILE"]);
   EXPECT_EQ(values[0]["TORCHELASTIC_RUN_ID"], values[1]["TORCHELASTIC_RUN_ID"]);
   EXPECT_EQ(values[0]["PAISOAR_JOB_TOKEN"], values[1]["PAISOAR_JOB_TOKEN"]);
 }
@@ -99,6 +110,22 @@ TEST(LaunchEnv, SecondNodeOfTwoGetsGlobalRanks) {
     EXPECT_EQ(v["PAISOAR_STORE_PORT"], port);
     EXPECT_EQ(v["PAISOAR_JOB_TOKEN"], "shared");
   }
+}
+
+TEST(LaunchEnv, TorchrunsRendezvousAndRoleFlags) {
+  const int port = pick_free_port_pair("127.0.0.1");
+  RunResult r = run_paisoar(probe_launch(
+      {"--nproc-per-node", "cpu", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+       "127.0.0.1:" + std::to_string(port), "--rdzv-id", "my-job", "--role", "trainer"},
+      kPrintEnv));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  ASSERT_EQ(values.size(), static_cast<std::size_t>(available_cpus())) << "one rank per CPU";
+  EXPECT_EQ(values[0]["LOCAL_WORLD_SIZE"], std::to_string(available_cpus()));
+  EXPECT_EQ(values[0]["TORCHELASTIC_RUN_ID"], "my-job");
+  EXPECT_EQ(values[0]["ROLE_NAME"], "trainer");
+  EXPECT_EQ(values[0]["PAISOAR_STORE_PORT"], std::to_string(port)) << "the endpoint is the store";
+  EXPECT_EQ(values[0]["MASTER_PORT"], std::to_string(port + 1));
 }
 
 TEST(LaunchEnv, OmpNumThreadsFromUserOrFlag) {

@@ -1,6 +1,7 @@
-// Process tests: when a rank fails the launcher names it, stops the others
-// (SIGKILL after the grace period if need be), and restarts the whole group
-// while --max_restarts allows.
+// Process tests: when a rank fails the launcher names it, prints the error
+// it left in TORCHELASTIC_ERROR_FILE, stops the others (SIGKILL after the
+// grace period if need be), and restarts the whole group while
+// --max_restarts allows.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -34,6 +35,23 @@ TEST(LaunchFailure, FailedRankStopsTheOthersAndSetsTheExitCode) {
   ASSERT_GT(sleeper, 0);
   EXPECT_TRUE(wait_until_dead(sleeper, 5)) << "rank 0 (pid " << sleeper << ") still running";
   std::filesystem::remove_all(dir);
+}
+
+TEST(LaunchFailure, TheErrorAFailedRankRecordedIsPrinted) {
+  // Rank 1 records an error (as torch's @record does) in the first attempt
+  // only, and fails in both; rank 0 sleeps until it is stopped.
+  RunResult r = run_paisoar(probe_launch(
+      {"--nproc_per_node", "2", "--max_restarts", "1"},
+      {"if-rank", "1", "if-restart", "0", "error-file", "ValueError: bad batch", "if-rank", "1",
+       "exit", "3", "sleep", "60"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::string reported =
+      "paisoar launch: rank 1 reported (TORCHELASTIC_ERROR_FILE): ValueError: bad batch\n";
+  const std::size_t at = r.err.find(reported);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_LT(r.err.find(") exited with code 3"), at) << "after the exit it explains";
+  EXPECT_EQ(r.err.find(reported, at + 1), std::string::npos)
+      << "the restart began without the first attempt's file:\n" << r.err;
 }
 
 TEST(LaunchFailure, RankKilledBySignalIsNamed) {

@@ -6,7 +6,8 @@
 // joins, ends the job with a message naming it, and so does a launcher gone
 // while the others wait for it to finish; losing node 0's launcher
 // (which hosts the store) ends the others; a signal to one launcher ends the
-// job on every node; --max_restarts counts for the whole job.
+// job on every node; --max_restarts counts for the whole job; --rdzv-id is
+// every node's run id.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -23,6 +24,12 @@ namespace paisoar::launch::testing {
 namespace {
 
 const std::vector<std::string> kToken = {"PAISOAR_JOB_TOKEN=launch-nodes-test"};
+
+// kToken, and TMPDIR=dir for a launcher the test kills with SIGKILL: it
+// cannot remove its private directory then, and `dir` goes with the test.
+std::vector<std::string> token_and_tmpdir(const std::string& dir) {
+  return {kToken.front(), "TMPDIR=" + dir};
+}
 
 // `paisoar launch` for node `node` of `nnodes` (one rank) on 127.0.0.1:port.
 std::vector<std::string> node_args(int node, int nnodes, int port, const std::vector<std::string>& flags,
@@ -142,7 +149,7 @@ TEST(LaunchNodes, ANodeThatDoesNotRejoinEndsTheJob) {
                     kToken);
   LauncherRun node1(node_args(1, 3, port, flags, {"pidfile", dir + "/r1", "sleep", "60"}), kToken);
   auto node2 = std::make_unique<LauncherRun>(node_args(2, 3, port, flags, {"pidfile", dir + "/r2", "sleep", "60"}),
-                                             kToken);
+                                             token_and_tmpdir(dir));
   for (const char* rank : {"/r0", "/r1"}) ASSERT_GT(read_pid_file(dir + rank, 30), 0) << rank;
   const pid_t rank2 = read_pid_file(dir + "/r2", 30);
   ASSERT_GT(rank2, 0);
@@ -173,7 +180,7 @@ TEST(LaunchNodes, ALauncherGoneBeforeItsRanksFinishedEndsTheJob) {
   LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "wait-file", dir + "/go", "print", "fin"}),
                     kToken);
   auto node1 = std::make_unique<LauncherRun>(node_args(1, 2, port, {}, {"pidfile", dir + "/r1", "sleep", "60"}),
-                                             kToken);
+                                             token_and_tmpdir(dir));
   ASSERT_GT(read_pid_file(dir + "/r0", 30), 0);
   const pid_t rank1 = read_pid_file(dir + "/r1", 30);
   ASSERT_GT(rank1, 0);
@@ -213,7 +220,7 @@ TEST(LaunchNodes, WithoutNode0TheOtherNodesSaySo) {
 TEST(LaunchNodes, LosingNode0sLauncherEndsTheOtherNodes) {
   const std::string dir = make_temp_dir();
   const int port = pick_free_port_pair("127.0.0.1");
-  LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "sleep", "60"}), kToken);
+  LauncherRun node0(node_args(0, 2, port, {}, {"pidfile", dir + "/r0", "sleep", "60"}), token_and_tmpdir(dir));
   LauncherRun node1(node_args(1, 2, port, {}, {"pidfile", dir + "/r1", "sleep", "60"}), kToken);
   const pid_t rank0 = read_pid_file(dir + "/r0", 30);
   const pid_t rank1 = read_pid_file(dir + "/r1", 30);
@@ -262,6 +269,30 @@ TEST(LaunchNodes, NodesWithDifferentFlagsAreAnError) {
   EXPECT_TRUE(contains(both, "but the job's first launcher had --nnodes 2 --nproc_per_node 1 --max_restarts ")) << both;
   EXPECT_TRUE(contains(both, "; give every node the same flags")) << both;
   EXPECT_EQ(r0.out + r1.out, "") << "no rank may start";
+}
+
+// torchrun's --rdzv-id is the job's TORCHELASTIC_RUN_ID on every node, so
+// nodes that disagree on it are refused like any other flag mismatch.
+TEST(LaunchNodes, RdzvIdIsTheRunIdOfEveryNode) {
+  const int port = pick_free_port_pair("127.0.0.1");
+  const std::vector<std::string> env_run_id = {"env", "TORCHELASTIC_RUN_ID"};
+  LauncherRun node0(node_args(0, 2, port, {"--rdzv-id", "job-7"}, env_run_id), kToken);
+  LauncherRun node1(node_args(1, 2, port, {"--rdzv_id=job-7"}, env_run_id), kToken);
+  const RunResult r0 = node0.finish(30);
+  const RunResult r1 = node1.finish(30);
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(r0.out, "[rank0]: TORCHELASTIC_RUN_ID=job-7\n");
+  EXPECT_EQ(r1.out, "[rank1]: TORCHELASTIC_RUN_ID=job-7\n");
+
+  const int port2 = pick_free_port_pair("127.0.0.1");
+  LauncherRun a(node_args(0, 2, port2, {"--rdzv-id", "job-7", "--join_timeout", "2"}, env_run_id), kToken);
+  LauncherRun b(node_args(1, 2, port2, {"--rdzv-id", "job-8", "--join_timeout", "2"}, env_run_id), kToken);
+  const RunResult ra = a.finish(30);
+  const RunResult rb = b.finish(30);
+  EXPECT_EQ(ra.exit_code + rb.exit_code, 2) << ra.err << rb.err;
+  EXPECT_TRUE(contains(ra.err + rb.err, "--rdzv-id job-")) << ra.err << rb.err;
+  EXPECT_EQ(ra.out + rb.out, "") << "no rank may start";
 }
 
 TEST(LaunchNodes, TwoLaunchersWithOneNodeRankAreAnError) {

@@ -1,6 +1,7 @@
 // Process tests: relayed output. Every line carries its rank's prefix and
-// arrives whole, stderr stays stderr, partial last lines are flushed, and
-// --log_dir keeps an unprefixed copy per rank.
+// arrives whole, stderr stays stderr, partial last lines are flushed,
+// --log_dir keeps an unprefixed copy per rank, and torchrun's --redirects,
+// --tee and --local-ranks-filter choose what reaches the console.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,6 +97,61 @@ TEST(LaunchOutput, LogDirKeepsEachRanksLinesUnprefixed) {
     EXPECT_EQ(lines, expected);
   }
   std::filesystem::remove_all(std::filesystem::path(dir).parent_path().parent_path());
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+TEST(LaunchOutput, RedirectedStreamsGoToTheLogFilesOnly) {
+  const std::string dir = make_temp_dir();
+  // Local rank 0's stdout and rank 1's stderr are redirected.
+  RunResult r = run_paisoar(probe_launch({"--nproc-per-node", "2", "--log-dir", dir, "-r", "0:1,1:2"},
+                                         {"lines", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("[rank0]: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank1]: " + out_line(1, 2) + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("[rank0]: " + err_line(0, 2) + "\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("[rank1]: "), std::string::npos) << r.err;
+  for (int rank : {0, 1}) {
+    const std::string log = file_text(dir + "/rank_" + std::to_string(rank) + ".log");
+    EXPECT_NE(log.find(out_line(rank, 2) + "\n"), std::string::npos) << log;
+    EXPECT_NE(log.find(err_line(rank, 2) + "\n"), std::string::npos) << log;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LaunchOutput, LocalRanksFilterKeepsTheOthersOffTheConsoleOnly) {
+  const std::string dir = make_temp_dir();
+  RunResult r = run_paisoar(probe_launch(
+      {"--nproc-per-node", "3", "--log-dir", dir, "--local-ranks-filter", "1"}, {"lines", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[rank1]: " + out_line(1, 1) + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("[rank1]: " + err_line(1, 1) + "\n"), std::string::npos) << r.err;
+  for (const std::string& text : {r.out, r.err}) {
+    EXPECT_EQ(text.find("[rank0]"), std::string::npos) << text;
+    EXPECT_EQ(text.find("[rank2]"), std::string::npos) << text;
+  }
+  EXPECT_NE(file_text(dir + "/rank_2.log").find(out_line(2, 1)), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LaunchOutput, TeeWithoutALogDirWritesToATemporaryOne) {
+  const std::string tmp = make_temp_dir();
+  RunResult r = run_paisoar(probe_launch({"--tee", "3"}, {"print", "teed"}), {"TMPDIR=" + tmp});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[rank0]: teed\n"), std::string::npos) << r.out;
+  const std::string said = "paisoar launch: --redirects/--tee without --log-dir: the ranks' output "
+                           "files are in " + tmp + "/paisoar_logs.";
+  const std::size_t at = r.err.find(said);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string dir = r.err.substr(at + said.size() - std::string(tmp + "/paisoar_logs.").size(),
+                                       std::string(tmp + "/paisoar_logs.").size() + 6);
+  EXPECT_EQ(file_text(dir + "/rank_0.log"), "teed\n");
+  std::filesystem::remove_all(tmp);
 }
 
 }  // namespace

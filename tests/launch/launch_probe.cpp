@@ -3,7 +3,9 @@
 // Actions: pid | env NAME | print TEXT | partial TEXT | lines N | exit CODE |
 //   raise SIGNO | sleep SECONDS | ignore-term | grandchild PIDFILE |
 //   daemon PIDFILE (a grandchild that leaves the process group with setsid) |
-//   pidfile PATH (write own pid there) | wait-file PATH (until it exists, 30 s max).
+//   pidfile PATH (write own pid there) | wait-file PATH (until it exists, 30 s max) |
+//   error-file TEXT (write {"message": {"message": TEXT}} to $TORCHELASTIC_ERROR_FILE,
+//   as torch's @record does; TEXT must need no JSON escaping).
 // Conditions, applying to the next action only: if-rank R | if-restart N.
 #include <signal.h>
 #include <sys/types.h>
@@ -91,6 +93,15 @@ int main(int argc, char** argv) {
       ++i;
     } else if (action == "pidfile") {
       if (!skip) write_pid_file(arg, getpid());
+      ++i;
+    } else if (action == "error-file") {
+      const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
+      if (!skip && path != nullptr) {
+        std::FILE* f = std::fopen(path, "w");
+        if (f == nullptr) std::exit(91);
+        std::fprintf(f, "{\"message\": {\"message\": \"%s\", \"extraInfo\": {}}}", arg);
+        std::fclose(f);
+      }
       ++i;
     } else if (action == "wait-file") {
       for (int tries = 0; !skip && tries < 3000 && access(arg, F_OK) != 0; ++tries) {

@@ -1,8 +1,13 @@
-// Process tests with a real torch.distributed program: the environment the
-// launcher sets is enough for init_process_group("gloo") on one node and
-// across two launchers acting as two nodes (torch hosts its own store on
-// MASTER_PORT = --master_port + 1, next to the launcher's). Skipped without a
-// Python that can import torch (found by CMake, see CMakeLists.txt).
+// Process tests with real torch.distributed programs (torch 2.x, under
+// PAISOAR_PYTHON; see CMakeLists.txt): torch's own TCPStore client is served
+// by the launcher's store for every query it has, answering as torch's own
+// store does (tcpstore_client_check.py); the environment the launcher sets is
+// enough for init_process_group("gloo") on one node and across two
+// launchers acting as two nodes (torch hosts its own store on MASTER_PORT =
+// --master_port + 1, next to the launcher's), also when the launcher's own
+// environment says TORCHELASTIC_USE_AGENT_STORE=True; the error torch's
+// @record leaves in TORCHELASTIC_ERROR_FILE is printed. Without a configured
+// Python these tests fail, saying how to configure one.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,8 +18,16 @@
 namespace paisoar::launch::testing {
 namespace {
 
+// Fails the test (never skips it) when no Python was configured.
+#define REQUIRE_TORCH_PYTHON()                                                                  \
+  if (std::string(TORCH_PYTHON).empty())                                                        \
+  FAIL() << "no Python with torch 2.x is configured for the torch.distributed tests: configure " \
+            "with -DPAISOAR_PYTHON=/path/to/python (e.g. the project's .venv/bin/python from "   \
+            "scripts/setup.sh) and rebuild"
+
 std::vector<std::string> python_env() {
-  return {std::string("PAISOAR_PYTHON=") + TORCH_PYTHON, "GLOO_SOCKET_IFNAME=lo"};
+  return {std::string("PAISOAR_PYTHON=") + TORCH_PYTHON, "GLOO_SOCKET_IFNAME=lo",
+          "PYTHONUNBUFFERED=1"};
 }
 
 void expect_ok(const RunResult& r, int rank, int world) {
@@ -24,8 +37,36 @@ void expect_ok(const RunResult& r, int rank, int world) {
   EXPECT_NE(r.out.find(ok), std::string::npos) << "stdout:\n" << r.out << "stderr:\n" << r.err;
 }
 
+TEST(LaunchPython, TorchsTcpStoreClientIsServedForEveryQuery) {
+  REQUIRE_TORCH_PYTHON();
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                             "--omp_num_threads", "1", TCPSTORE_CLIENT_CHECK},
+                            python_env());
+  ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+  EXPECT_NE(r.out.find("calls answered as torch's own store answers them"), std::string::npos)
+      << r.out;
+  for (int rank : {0, 1})
+    EXPECT_NE(r.out.find("[rank" + std::to_string(rank) + "]: OK rank=" + std::to_string(rank) + "\n"),
+              std::string::npos)
+        << r.out;
+  // Each rank's wrong-token client was refused and logged.
+  EXPECT_NE(r.err.find("wrong job token"), std::string::npos) << r.err;
+}
+
+TEST(LaunchPython, TheErrorTorchsRecordWroteIsPrinted) {
+  REQUIRE_TORCH_PYTHON();
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                             RECORD_ERROR_CHECK},
+                            python_env());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("paisoar launch: rank 1 reported (TORCHELASTIC_ERROR_FILE): ValueError: "
+                       "rank 1 could not read its shard\n"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(LaunchPython, AllreduceOnOneNode) {
-  if (std::string(TORCH_PYTHON).empty()) GTEST_SKIP() << "no Python with torch found by CMake";
+  REQUIRE_TORCH_PYTHON();
   RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
                              "--omp_num_threads", "1", ALLREDUCE_CHECK, "2"},
                             python_env());
@@ -34,8 +75,25 @@ TEST(LaunchPython, AllreduceOnOneNode) {
   expect_ok(r, 1, 2);
 }
 
+// torch 2.x's env:// makes every rank a client of MASTER_ADDR:MASTER_PORT
+// when TORCHELASTIC_USE_AGENT_STORE=True (torchrun's agent hosts a store
+// there). The launcher's store asks for the job token, which torch's env://
+// cannot show, so the launcher sets it to False: rank 0 hosts torch's store,
+// even when the launcher itself runs inside a torchrun worker.
+TEST(LaunchPython, AllreduceWhenTheLauncherInheritsUseAgentStore) {
+  REQUIRE_TORCH_PYTHON();
+  std::vector<std::string> env = python_env();
+  env.push_back("TORCHELASTIC_USE_AGENT_STORE=True");
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                             "--omp_num_threads", "1", ALLREDUCE_CHECK, "2"},
+                            env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  expect_ok(r, 0, 2);
+  expect_ok(r, 1, 2);
+}
+
 TEST(LaunchPython, TwoLaunchersFormOneGroup) {
-  if (std::string(TORCH_PYTHON).empty()) GTEST_SKIP() << "no Python with torch found by CMake";
+  REQUIRE_TORCH_PYTHON();
   // The launcher of node 0 hosts its store on P; rank 0 hosts torch's on P + 1.
   const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
   std::vector<std::string> env = python_env();

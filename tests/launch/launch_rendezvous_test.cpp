@@ -1,12 +1,14 @@
 // Process tests of the launcher's rendezvous store: it listens on
 // --master_addr only, a connection with a wrong job token is refused and
-// logged while the job runs on and exits 0, a busy port and a multi-node job
+// logged while the job runs on and exits 0, so is a client of LibTorch
+// 1.13's protocol, with a message naming both protocols; a busy port and a multi-node job
 // without an exported token are clear errors. The ranks are launch_probe
 // programs that wait for a file, so the store is probed while the job runs.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "launch/free_port.h"
@@ -38,6 +40,7 @@ TEST(LaunchRendezvous, TheStoreListensOnTheMasterAddressOnly) {
   touch(go);
   RunResult r = run.finish();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
 }
 
 // The test: a process with a wrong token trying to join is refused,
@@ -50,6 +53,7 @@ TEST(LaunchRendezvous, AWrongTokenIsRefusedAndTheJobGoesOn) {
 
   StoreTestClient intruder("127.0.0.1", port);
   ASSERT_TRUE(intruder.connected());
+  ASSERT_TRUE(intruder.handshake());
   intruder.send_token("a-guessed-token");
   std::string answer;
   ASSERT_TRUE(intruder.read_bytes_reply(&answer));
@@ -63,6 +67,7 @@ TEST(LaunchRendezvous, AWrongTokenIsRefusedAndTheJobGoesOn) {
 
   // The store still serves a process with the right token.
   StoreTestClient member("127.0.0.1", port);
+  ASSERT_TRUE(member.handshake());
   member.send_token("the-jobs-token");
   ASSERT_TRUE(member.read_bytes_reply(&answer));
   EXPECT_EQ(answer, "the-jobs-token");
@@ -74,6 +79,30 @@ TEST(LaunchRendezvous, AWrongTokenIsRefusedAndTheJobGoesOn) {
   for (int rank : {0, 1}) {
     EXPECT_NE(r.out.find("[rank" + std::to_string(rank) + "]: done\n"), std::string::npos) << r.out;
   }
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
+}
+
+// A rank built on LibTorch 1.13 (its TCPStore has no validation handshake)
+// is told, through the launcher's log, that the protocols differ; it is not
+// left hanging, and the job goes on.
+TEST(LaunchRendezvous, AClientOfLibTorch113IsRefusedNamingBothProtocols) {
+  const int port = pick_free_port_pair("127.0.0.1");
+  const std::string go = make_temp_dir() + "/go";
+  LauncherRun run(waiting_job(port, go), {"PAISOAR_JOB_TOKEN=the-jobs-token"});
+  ASSERT_TRUE(run.wait_for_stdout("up", 2, 30));
+  StoreTestClient old("127.0.0.1", port);
+  ASSERT_TRUE(old.connected());
+  // 1.13's first request, SET "/k" = "v": query type 0, then a uint64 length.
+  old.send_raw(std::string(1, '\0') + std::string("\x02\0\0\0\0\0\0\0/k\x01\0\0\0\0\0\0\0v", 19));
+  EXPECT_TRUE(old.closed_by_server());
+  touch(go);
+  RunResult r = run.finish();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("it speaks a TCPStore protocol older than LibTorch 2.x (no validation "
+                       "handshake); this launcher speaks 2.x's"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(std::filesystem::path(go).parent_path());
 }
 
 TEST(LaunchRendezvous, ABusyStorePortIsAClearError) {

@@ -149,7 +149,8 @@ std::vector<std::string> probe_launch(const std::vector<std::string>& flags,
   bool port_given = false;
   for (const std::string& f : flags) {
     port_given = port_given || f.rfind("--master_port", 0) == 0 ||
-                 f.rfind("--master-port", 0) == 0 || f == "--standalone";
+                 f.rfind("--master-port", 0) == 0 || f == "--standalone" ||
+                 f.rfind("--rdzv-endpoint", 0) == 0 || f.rfind("--rdzv_endpoint", 0) == 0;
   }
   if (!port_given) args.insert(args.end(), {"--master_port", "0"});
   args.insert(args.end(), flags.begin(), flags.end());

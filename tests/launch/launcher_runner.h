@@ -57,7 +57,7 @@ RunResult run_paisoar(const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
 
 // The arguments of `paisoar launch <flags...> launch_probe <actions...>`.
-// Without a --master_port (or --standalone) in `flags`, "--master_port 0" is
+// Without a --master_port (or --standalone, --rdzv-endpoint) in `flags`, "--master_port 0" is
 // added: the launcher binds its rendezvous store's port, and tests running in
 // parallel must not all ask for the default 29500.
 std::vector<std::string> probe_launch(const std::vector<std::string>& flags,

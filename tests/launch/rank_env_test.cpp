@@ -1,5 +1,6 @@
 // build_rank_env() and rank_command(): the environment and command line each
-// rank starts with, checked against torchrun's definitions.
+// rank starts with, checked against torchrun 2.14's definitions (its
+// local_elastic_agent.py sets the variables, run.py builds the command).
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
 
@@ -58,6 +59,26 @@ TEST(RankEnv, SetsTorchrunVariables) {
   EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
   EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "abc");
   EXPECT_EQ(env["OMP_NUM_THREADS"], "4");  // 8 cpus / 2 ranks
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "2");  // nodes
+  EXPECT_EQ(env["ROLE_NAME"], "default");
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(env.count("TORCHELASTIC_ERROR_FILE"), 0u) << "none given";
+}
+
+TEST(RankEnv, TorchrunsStoreAndErrorVariables) {
+  LaunchOptions o = two_nodes_of_two();
+  o.role = "trainer";
+  RankEnvContext ctx;
+  ctx.error_file = "/tmp/x/rank_3.error.json";
+  // Inherited from a torchrun that started this launcher: must not make
+  // torch's env:// look for a store the launcher does not host.
+  auto env = as_map(build_rank_env(o, ctx, {"TORCHELASTIC_USE_AGENT_STORE=True",
+                                            "TORCH_NCCL_ASYNC_ERROR_HANDLING=3",
+                                            "TORCHELASTIC_ERROR_FILE=/old"}));
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "3") << "the user's, as torchrun";
+  EXPECT_EQ(env["TORCHELASTIC_ERROR_FILE"], "/tmp/x/rank_3.error.json");
+  EXPECT_EQ(env["ROLE_NAME"], "trainer");
 }
 
 TEST(RankEnv, WithoutATokenTheLaunchersOwnIsKept) {
@@ -86,15 +107,27 @@ TEST(RankEnv, RunIdsAreRandomHex) {
   EXPECT_GE(available_cpus(), 1);
 }
 
-TEST(RankCommand, PythonScriptsRunUnderAnInterpreter) {
-  std::vector<std::string> script = {"dir/train.py", "--lr", "0.1"};
-  EXPECT_EQ(rank_command(script, ""),
-            (std::vector<std::string>{"python3", "dir/train.py", "--lr", "0.1"}));
-  EXPECT_EQ(rank_command(script, "/usr/bin/python3")[0], "/usr/bin/python3");
-  std::vector<std::string> binary = {"./train", "x.py"};
-  EXPECT_EQ(rank_command(binary, "/usr/bin/python3"), binary);
+TEST(RankCommand, PythonProgramsRunAsTorchrunRunsThem) {
+  const std::vector<std::string> script = {"dir/train.py", "--lr", "0.1"};
+  EXPECT_EQ(rank_command(script, PythonMode::kBySuffix, ""),
+            (std::vector<std::string>{"python3", "-u", "dir/train.py", "--lr", "0.1"}));
+  EXPECT_EQ(rank_command(script, PythonMode::kBySuffix, "/usr/bin/python3")[0], "/usr/bin/python3");
+  EXPECT_EQ(rank_command(script, PythonMode::kNever, "py"), script) << "--no-python";
+  const std::vector<std::string> binary = {"./train", "x.py"};
+  EXPECT_EQ(rank_command(binary, PythonMode::kBySuffix, "py"), binary);
+  EXPECT_EQ(rank_command(binary, PythonMode::kScript, "py"),
+            (std::vector<std::string>{"py", "-u", "./train", "x.py"}))
+      << "--run-path: under Python whatever the name";
+  EXPECT_EQ(rank_command({"pkg.train", "-x"}, PythonMode::kModule, "py"),
+            (std::vector<std::string>{"py", "-u", "-m", "pkg.train", "-x"}));
   EXPECT_FALSE(is_python_script(".py"));
   EXPECT_FALSE(is_python_script("run.pyc"));
+}
+
+TEST(RankCommand, TheInterpreterIsPaisoarPythonThenPythonExec) {
+  EXPECT_EQ(python_interpreter("/a/python", "/b/python"), "/a/python");
+  EXPECT_EQ(python_interpreter("", "/b/python"), "/b/python");
+  EXPECT_EQ(python_interpreter("", ""), "python3");
 }
 
 }  // namespace

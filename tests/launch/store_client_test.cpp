@@ -1,11 +1,14 @@
 // StoreClient (the launchers' client of the rendezvous store) against a real
-// StoreServer on 127.0.0.1: requests and their answers, a WAIT answered by
-// another client's write, the connection count the server keeps, a wrong
-// token, a store that is not there and one that goes away (all
-// StoreConnectionLost naming the store, never a hang).
+// StoreServer on 127.0.0.1: the 2.x handshake, requests and their answers, a
+// WAIT answered by another client's write, the connection count the server
+// keeps, a wrong token, a server that is no 2.x TCPStore, a store that is not
+// there and one that goes away (all StoreConnectionLost naming the store,
+// never a hang).
 #include "launch/store_client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <memory>
@@ -44,6 +47,39 @@ TEST(StoreClient, RequestsAreAnswered) {
   EXPECT_EQ(c.add("/n", 3), 5);
   EXPECT_TRUE(c.check({"/a", "/b"}));
   EXPECT_FALSE(c.check({"/a", "/missing"}));
+  EXPECT_EQ(c.get("/missing"), "") << "no wait before GET";
+}
+
+TEST(StoreClient, AServerThatIsNoTcpStore2IsAnError) {
+  // Accepts, answers the handshake's PING with the wrong bytes.
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread impostor([&] {
+    UniqueFd c(::accept(listener.get(), nullptr, nullptr));
+    char request[10];
+    std::size_t got = 0;  // VALIDATE (5 bytes) and PING (5 bytes)
+    while (got < sizeof(request)) {
+      const ssize_t n = ::recv(c.get(), request + got, sizeof(request) - got, 0);
+      if (n <= 0) return;
+      got += static_cast<std::size_t>(n);
+    }
+    ::send(c.get(), "nope", 4, MSG_NOSIGNAL);
+    char rest;
+    ::recv(c.get(), &rest, 1, 0);  // until the client gives up
+  });
+  try {
+    StoreClient("127.0.0.1", ntohs(addr.sin_port), "t", Clock::now() + 5s);
+    ADD_FAILURE() << "an impostor passed the handshake";
+  } catch (const StoreConnectionLost& e) {
+    EXPECT_NE(std::string(e.what()).find("not a LibTorch 2.x TCPStore"), std::string::npos) << e.what();
+  }
+  impostor.join();
 }
 
 TEST(StoreClient, AWaitIsAnsweredWhenAnotherClientWritesTheKey) {

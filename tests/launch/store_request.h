@@ -11,13 +11,14 @@
 namespace paisoar::launch::store::testing {
 
 inline Request request(QueryType type, std::vector<std::string> keys, std::string value = "",
-                       std::string desired = "", std::int64_t delta = 0) {
+                       std::string desired = "", std::int64_t delta = 0, std::uint32_t word = 0) {
   Request r;
   r.type = type;
   r.keys = std::move(keys);
   r.value = std::move(value);
   r.desired = std::move(desired);
   r.delta = delta;
+  r.word = word;
   return r;
 }
 

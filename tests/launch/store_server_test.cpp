@@ -1,6 +1,7 @@
 // StoreServer over real sockets, with raw clients: bound to the address given
-// and no other; a connection is served only after the job token; a wrong
-// token or any other first request is refused, logged with the peer's
+// and no other; a connection is served only after 2.x's validation handshake
+// and the job token; a client of LibTorch 1.13's protocol (no handshake), a
+// wrong token or any other first request is refused, logged with the peer's
 // address, and the other clients go on; a WAIT is answered by another
 // connection's write; the wildcard address and a busy port are clear errors.
 #include "launch/store_server.h"
@@ -92,9 +93,10 @@ TEST(StoreServer, ListensOnTheAddressGivenOnly) {
   EXPECT_EQ(via_other_local_address.connect_error(), ECONNREFUSED);
 }
 
-TEST(StoreServer, ServesAConnectionAfterTheToken) {
+TEST(StoreServer, ServesAConnectionAfterTheHandshakeAndTheToken) {
   LoggedServer s;
   StoreTestClient c("127.0.0.1", s.server->port());
+  ASSERT_TRUE(c.handshake());
   c.send_token("right-token");
   std::string answer;
   ASSERT_TRUE(c.read_bytes_reply(&answer));
@@ -106,13 +108,13 @@ TEST(StoreServer, ServesAConnectionAfterTheToken) {
 TEST(StoreServer, AWrongTokenIsRefusedLoggedAndTheOthersGoOn) {
   LoggedServer s;
   StoreTestClient rank("127.0.0.1", s.server->port());
-  rank.send_token("right-token");
-  std::string answer;
-  ASSERT_TRUE(rank.read_bytes_reply(&answer));
+  ASSERT_TRUE(rank.join("right-token"));
   rank.send(request(QueryType::kSet, {"/before"}, "1"));
 
   StoreTestClient intruder("127.0.0.1", s.server->port());
+  ASSERT_TRUE(intruder.handshake());
   intruder.send_token("wrong-token");
+  std::string answer;
   ASSERT_TRUE(intruder.read_bytes_reply(&answer));
   EXPECT_EQ(answer, "") << "a refusal is an empty value, never the real token";
   EXPECT_TRUE(intruder.closed_by_server());
@@ -129,17 +131,17 @@ TEST(StoreServer, AWrongTokenIsRefusedLoggedAndTheOthersGoOn) {
 TEST(StoreServer, AnyOtherFirstRequestIsRefusedUnanswered) {
   LoggedServer s;
   StoreTestClient skips_the_token("127.0.0.1", s.server->port());
+  ASSERT_TRUE(skips_the_token.handshake());
   skips_the_token.send(request(QueryType::kSet, {"/k"}, "v"));
   EXPECT_TRUE(skips_the_token.closed_by_server());
   StoreTestClient http("127.0.0.1", s.server->port());
   http.send_raw("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_TRUE(http.closed_by_server());
   EXPECT_TRUE(s.wait_for_log("its first request was not the job-token check")) << s.log;
+  EXPECT_TRUE(s.wait_for_log("it is not a c10d TCPStore client")) << s.log;
   // Nothing was stored by the refused SET.
   StoreTestClient rank("127.0.0.1", s.server->port());
-  rank.send_token("right-token");
-  std::string answer;
-  ASSERT_TRUE(rank.read_bytes_reply(&answer));
+  ASSERT_TRUE(rank.join("right-token"));
   rank.send(request(QueryType::kGetNumKeys, {}));
   std::string count;
   ASSERT_TRUE(rank.read_exact(8, &count));
@@ -150,17 +152,43 @@ TEST(StoreServer, AWaitIsAnsweredByAnotherConnectionsWrite) {
   LoggedServer s;
   StoreTestClient waiter("127.0.0.1", s.server->port());
   StoreTestClient writer("127.0.0.1", s.server->port());
-  std::string answer;
-  for (StoreTestClient* c : {&waiter, &writer}) {
-    c->send_token("right-token");
-    ASSERT_TRUE(c->read_bytes_reply(&answer));
-  }
+  for (StoreTestClient* c : {&waiter, &writer}) ASSERT_TRUE(c->join("right-token"));
   waiter.send(request(QueryType::kWait, {"/late"}));
+  // A PING behind the WAIT comes back first: the WAIT was taken and is not
+  // answered while the key is missing (its answer would come before the echo).
+  waiter.send_raw(std::string(1, '\x0d') + "ping");
+  std::string echo;
+  ASSERT_TRUE(waiter.read_exact(4, &echo));
+  EXPECT_EQ(echo, "ping") << "answered before the key exists";
   std::string byte;
-  EXPECT_FALSE(waiter.read_exact(1, &byte, 0.2)) << "answered before the key exists";
   writer.send(request(QueryType::kSet, {"/late"}, "here"));
   ASSERT_TRUE(waiter.read_exact(1, &byte));
-  EXPECT_EQ(byte, store::encode_stop_waiting_reply());
+  EXPECT_EQ(byte, store::encode_wait_reply(store::WaitReply::kStopWaiting));
+}
+
+TEST(StoreServer, AClientOfTheOlderProtocolIsToldApartAndRefused) {
+  LoggedServer s;
+  // LibTorch 1.13's client opens with its request: here the job-token check,
+  // COMPARE_SET, which was query type 1 there (SET in 2.x), no handshake.
+  std::string cas_113(1, '\x01');
+  for (const std::string field : {"/paisoar/auth", "right-token", "right-token"}) {
+    for (int i = 0; i < 8; ++i) cas_113.push_back(static_cast<char>(((field.size()) >> (8 * i)) & 0xff));
+    cas_113 += field;
+  }
+  StoreTestClient old("127.0.0.1", s.server->port());
+  old.send_raw(cas_113);
+  EXPECT_TRUE(old.closed_by_server()) << "closed, never left waiting for an answer";
+  EXPECT_TRUE(s.wait_for_log("refused a connection from 127.0.0.1:" +
+                             std::to_string(local_port(old.fd())) +
+                             ": it speaks a TCPStore protocol older than LibTorch 2.x (no "
+                             "validation handshake); this launcher speaks 2.x's"))
+      << s.log;
+  // 1.13's SET starts with byte 0, as VALIDATE does, then a length, not the magic.
+  StoreTestClient old_set("127.0.0.1", s.server->port());
+  old_set.send_raw(std::string(1, '\0') + std::string("\x02\0\0\0\0\0\0\0/k", 10));
+  EXPECT_TRUE(old_set.closed_by_server());
+  StoreTestClient rank("127.0.0.1", s.server->port());
+  EXPECT_TRUE(rank.join("right-token")) << "the store goes on";
 }
 
 TEST(StoreServer, RefusesTheWildcardAddressAndABusyPort) {

@@ -50,6 +50,25 @@ void StoreTestClient::send(const store::Request& request) {
 
 void StoreTestClient::send_raw(const std::string& bytes) { write_all(fd_.get(), bytes); }
 
+bool StoreTestClient::handshake() {
+  store::Request validate;
+  validate.type = store::QueryType::kValidate;
+  validate.word = store::kValidationMagic;
+  store::Request ping;
+  ping.type = store::QueryType::kPing;
+  ping.word = 0x5a17u;
+  send_raw(store::encode_request(validate) + store::encode_request(ping));
+  std::string echo;
+  return read_exact(4, &echo) && echo == store::encode_ping_reply(ping.word);
+}
+
+bool StoreTestClient::join(const std::string& token) {
+  if (!handshake()) return false;
+  send_token(token);
+  std::string answer;
+  return read_bytes_reply(&answer) && answer == token;
+}
+
 void StoreTestClient::send_token(const std::string& token) {
   store::Request r;
   r.type = store::QueryType::kCompareSet;
@@ -79,9 +98,7 @@ bool StoreTestClient::read_exact(std::size_t n, std::string* out, double timeout
 bool StoreTestClient::read_bytes_reply(std::string* value, double timeout_s) {
   std::string header;
   if (!read_exact(8, &header, timeout_s)) return false;
-  std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= std::uint64_t{static_cast<unsigned char>(header[i])} << (8 * i);
-  return read_exact(static_cast<std::size_t>(n), value, timeout_s);
+  return read_exact(static_cast<std::size_t>(store::read_u64(header)), value, timeout_s);
 }
 
 bool StoreTestClient::closed_by_server(double timeout_s) {

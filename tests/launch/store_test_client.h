@@ -1,6 +1,7 @@
 // Test helper: a raw TCP client of the launcher's rendezvous store, written
-// without LibTorch, that sends requests in c10d's 1.13 format and reads
-// replies with a deadline, so a test can play a rank or an intruder.
+// without LibTorch, that sends requests in c10d's LibTorch 2.x format and
+// reads replies with a deadline, so a test can play a rank, an intruder or a
+// client of another protocol.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,13 @@ class StoreTestClient {
   void send(const store::Request& request);
   // Any bytes, e.g. what a client of another protocol would send.
   void send_raw(const std::string& bytes);
+  // c10d 2.x's connection setup: VALIDATE, then PING; true when the nonce
+  // came back.
+  bool handshake();
   // The job-token check: COMPARE_SET of the auth key with `token`.
   void send_token(const std::string& token);
+  // handshake(), send_token(), and true when the answer is the token.
+  bool join(const std::string& token);
 
   // Reads exactly n bytes; false when the server closed first or `timeout_s` passed.
   bool read_exact(std::size_t n, std::string* out, double timeout_s = 10);
