@@ -84,7 +84,7 @@ ImagePipeline imagenet_train_pipeline(int64_t size) {
                        t);
 }
 
-struct Row {
+struct DataRow {
   std::string source;
   int64_t workers = 0;
   std::vector<double> ours, peer;
@@ -126,9 +126,9 @@ int run_data_bench(const DataBenchOptions& o) {
                                        fashion_mnist_pipeline());
   }
 
-  std::vector<Row> rows;
+  std::vector<DataRow> rows;
   for (int64_t w : o.workers) {
-    Row f{"jpeg folder", w}, s{"jpeg shards", w}, i{"fashion-mnist idx", w};
+    DataRow f{"jpeg folder", w}, s{"jpeg shards", w}, i{"fashion-mnist idx", w};
     for (int r = 0; r < o.repeats; ++r) {
       const uint64_t seed = static_cast<uint64_t>(r);
       auto ours_first = [&] {

@@ -157,7 +157,7 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
   if (C10dGroup& nccl = s.backend_for(in); s.is_nccl(nccl)) {
     at::Tensor out = detail::stage_output(output, *work);
     ::c10d::ReduceScatterOptions opts;
-    opts.reduceOp = op == ReduceOp::Avg ? ::c10d::ReduceOp::AVG : to_c10d(op);
+    opts.reduceOp = op == ReduceOp::Avg ? ::c10d::ReduceOp(::c10d::ReduceOp::AVG) : to_c10d(op);
     opts.timeout = s.options.timeout;
     work->add(detail::submit(ctx, s, [&] { return nccl._reduce_scatter_base(out, in, opts); }));
     return Work(work);

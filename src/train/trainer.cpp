@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paisoar/amp/autocast.h"
+#include "paisoar/amp/dtype_choice.h"
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/amp/precision_regions.h"

@@ -26,8 +26,10 @@ using OptimStateKey =
     typename std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
 
 // The key under which torch::optim keeps `param`'s state.
-inline OptimStateKey optim_state_key(const at::Tensor& param) {
-  if constexpr (std::is_same_v<OptimStateKey, void*>) {
+// (Templates, so that the branch the headers do not take is discarded.)
+template <typename Key = OptimStateKey>
+Key optim_state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, void*>) {
     return param.unsafeGetTensorImpl();
   } else {
     std::ostringstream key;
@@ -39,11 +41,12 @@ inline OptimStateKey optim_state_key(const at::Tensor& param) {
 // The key torch::optim::serialize writes for `param`'s state in an archive:
 // the address in decimal where the state is keyed by void* (it reads it back
 // with std::stoull), the state key itself where that is a string.
-inline std::string optim_archive_key(const at::Tensor& param) {
-  if constexpr (std::is_same_v<OptimStateKey, void*>) {
+template <typename Key = OptimStateKey>
+std::string optim_archive_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, void*>) {
     return std::to_string(reinterpret_cast<std::size_t>(param.unsafeGetTensorImpl()));
   } else {
-    return optim_state_key(param);
+    return optim_state_key<Key>(param);
   }
 }
 

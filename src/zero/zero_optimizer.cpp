@@ -143,7 +143,7 @@ void ZeroOptimizer::Impl::build_units() {
     for (size_t k = 0; k < ul.params.size(); ++k) {
       auto& p = params_[ul.params[k]];
       unit.full.narrow(0, ul.offsets[k], p.tensor.numel()).copy_(p.tensor.reshape({-1}));
-      p.tensor.set_data(detail::storage_alias(unit.full, ul.offsets[k], p.tensor.sizes()));
+      p.tensor.set_data(::paisoar::detail::storage_alias(unit.full, ul.offsets[k], p.tensor.sizes()));
     }
     if (options_.stage == 1) {
       unit.full_grad = torch::zeros({ul.padded}, unit.full.options());
@@ -152,7 +152,7 @@ void ZeroOptimizer::Impl::build_units() {
         if (p.tensor.grad().defined()) {
           unit.full_grad.narrow(0, ul.offsets[k], p.tensor.numel()).copy_(p.tensor.grad().reshape({-1}));
         }
-        p.tensor.mutable_grad() = detail::storage_alias(unit.full_grad, ul.offsets[k], p.tensor.sizes());
+        p.tensor.mutable_grad() = ::paisoar::detail::storage_alias(unit.full_grad, ul.offsets[k], p.tensor.sizes());
       }
     } else {
       for (size_t k = 0; k < ul.params.size(); ++k) params_[ul.params[k]].tensor.mutable_grad() = torch::Tensor();
@@ -171,8 +171,8 @@ void ZeroOptimizer::Impl::build_shard(const OptimizerFactory& factory) {
   for (const Piece& piece : layout_->pieces(rank_)) {
     const Unit& unit = units_[piece.unit];
     ShardParam s;
-    s.tensor = detail::storage_alias(unit.master, piece.chunk_begin, {piece.numel});
-    s.tensor.mutable_grad() = detail::storage_alias(unit.grad_chunk, piece.chunk_begin, {piece.numel});
+    s.tensor = ::paisoar::detail::storage_alias(unit.master, piece.chunk_begin, {piece.numel});
+    s.tensor.mutable_grad() = ::paisoar::detail::storage_alias(unit.grad_chunk, piece.chunk_begin, {piece.numel});
     s.name = names_[piece.param];
     s.param = piece.param;
     s.param_begin = piece.param_begin;

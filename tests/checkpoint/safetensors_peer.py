@@ -1,5 +1,7 @@
-"""Python's side of the safetensors compatibility test, in plain json + struct +
-torch (Debian ships no `safetensors` package); it follows the format's spec.
+"""Python's side of the safetensors compatibility test: Hugging Face's own
+`safetensors` package (the format's reference implementation) reads our files
+and writes the file we read, and a plain json + struct reader reports the
+header and the CRC-32 of the data as the spec lays them out.
 
   safetensors_peer.py read FILE OUT.json   -> every tensor's dtype, shape and
                                               values as float64, the metadata,
@@ -12,6 +14,8 @@ import sys
 import zlib
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
@@ -34,6 +38,17 @@ def read(path, out):
         t = t.reshape(info["shape"])
         result["tensors"][name] = {"dtype": info["dtype"], "shape": info["shape"],
                                    "values": t.to(torch.float64).flatten().tolist()}
+    # The reference reader must see the same tensors and metadata.
+    with safe_open(path, framework="pt") as f:
+        if f.metadata() != result["__metadata__"]:
+            sys.exit("safetensors reads other metadata: %r" % (f.metadata(),))
+        if sorted(f.keys()) != sorted(result["tensors"]):
+            sys.exit("safetensors reads other names: %r" % (sorted(f.keys()),))
+        for name in f.keys():
+            t = f.get_tensor(name)
+            info = result["tensors"][name]
+            if list(t.shape) != info["shape"] or t.to(torch.float64).flatten().tolist() != info["values"]:
+                sys.exit("safetensors reads another %s: %r" % (name, t))
     with open(out, "w") as f:
         json.dump(result, f)
 
@@ -42,17 +57,7 @@ def write(path):
     tensors = {"weight": torch.arange(6, dtype=torch.float32).reshape(2, 3) / 4,
                "half": torch.tensor([1.5, -2.25], dtype=torch.float16),
                "count": torch.tensor(7, dtype=torch.int64)}
-    header, chunks, offset = {"__metadata__": {"written_by": "python"}}, [], 0
-    for name in sorted(tensors, key=lambda k: (-tensors[k].element_size(), k)):
-        raw = tensors[name].contiguous().numpy().tobytes()
-        header[name] = {"dtype": {torch.float32: "F32", torch.float16: "F16", torch.int64: "I64"}[tensors[name].dtype],
-                        "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+    save_file(tensors, path, metadata={"written_by": "python"})
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 
 #include "tests/support/expect_error.h"
+#include "tests/support/file_bytes.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -24,15 +25,6 @@ using testing::expect_error;
 using testing::TempDir;
 
 TensorMap tensors_for(int64_t step) { return {{"w", torch::full({3, 3}, static_cast<float>(step))}}; }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 std::vector<int64_t> steps_of(const CheckpointManager& manager) {
   std::vector<int64_t> steps;
@@ -97,9 +89,9 @@ void expect_fallback(const std::function<void(const std::string&)>& damage) {
 
 TEST(CheckpointManager, CorruptNewestFallsBackWithAWarning) {
   expect_fallback([](const std::string& path) {
-    std::string bytes = read_bytes(path);
+    std::string bytes = testing::read_file_bytes(path);
     bytes[bytes.size() - 3] ^= 1;
-    write_bytes(path, bytes);
+    testing::write_file_bytes(path, bytes);
   });
 }
 
@@ -113,8 +105,8 @@ TEST(CheckpointManager, CrashedSaveLeavesNothingThatLoads) {
     CheckpointManager manager({dir.path()});
     manager.save(1, tensors_for(1));
     // What a save killed before its rename leaves: a partial temporary.
-    const std::string whole = read_bytes(dir / "step-000000000001.safetensors");
-    write_bytes(dir / "step-000000000002.safetensors.tmp.999.0", whole.substr(0, whole.size() / 2));
+    const std::string whole = testing::read_file_bytes(dir / "step-000000000001.safetensors");
+    testing::write_file_bytes(dir / "step-000000000002.safetensors.tmp.999.0", whole.substr(0, whole.size() / 2));
     EXPECT_EQ(steps_of(manager), (std::vector<int64_t>{1}));
     EXPECT_EQ(manager.load_latest()->step, 1);
   }
@@ -132,7 +124,7 @@ TEST(CheckpointManager, AllDamagedIsAnError) {
   TempDir dir("ckpt");
   CheckpointManager manager({dir.path()});
   manager.save(1, tensors_for(1));
-  write_bytes(dir / "step-000000000001.safetensors", "junk");
+  testing::write_file_bytes(dir / "step-000000000001.safetensors", "junk");
   ::testing::internal::CaptureStderr();
   expect_error([&] { manager.load_latest(); }, {dir.path().c_str(), "remove them"});
   ::testing::internal::GetCapturedStderr();

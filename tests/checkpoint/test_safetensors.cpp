@@ -4,6 +4,8 @@
 #include "paisoar/checkpoint/safetensors.h"
 
 #include "tests/support/expect_error.h"
+#include "tests/support/python.h"
+#include "tests/support/file_bytes.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -20,15 +22,6 @@ namespace {
 
 using testing::expect_error;
 using testing::TempDir;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 TensorMap every_dtype() {
   torch::manual_seed(1);
@@ -77,7 +70,7 @@ TEST(Safetensors, EveryDtypeRoundTripsBitForBit) {
 TEST(Safetensors, HeaderFollowsTheFormat) {
   TempDir dir("safetensors");
   save_safetensors(dir / "a.safetensors", every_dtype());
-  const std::string bytes = read_bytes(dir / "a.safetensors");
+  const std::string bytes = testing::read_file_bytes(dir / "a.safetensors");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   EXPECT_EQ(n % 8, 0u);
@@ -97,19 +90,16 @@ TEST(Safetensors, HeaderFollowsTheFormat) {
   EXPECT_TRUE(header["__metadata__"]["paisoar.crc32"].is_string());
 }
 
-// Runs the Python peer if Debian's Python with torch is there.
-bool have_python() { return ::access("/usr/bin/python3", X_OK) == 0; }
+// The Python peer runs in the project's venv (tests/support/python.h), with
+// torch and Hugging Face's safetensors package.
 std::string peer() { return std::string(PAISOAR_CHECKPOINT_TEST_DIR) + "/safetensors_peer.py"; }
 
 TEST(Safetensors, PythonReadsOurFile) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
   TempDir dir("safetensors");
   const TensorMap saved = every_dtype();
   save_safetensors(dir / "a.safetensors", saved, {{"step", "12"}});
-  const std::string command =
-      "/usr/bin/python3 " + peer() + " read " + (dir / "a.safetensors") + " " + (dir / "out.json");
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  const auto out = nlohmann::json::parse(read_bytes(dir / "out.json"));
+  paisoar::testing::run_python(peer() + " read " + (dir / "a.safetensors") + " " + (dir / "out.json"));
+  const auto out = nlohmann::json::parse(testing::read_file_bytes(dir / "out.json"));
   EXPECT_EQ(out["__metadata__"]["step"], "12");
   // zlib's CRC-32 as Python computes it is the one we stored.
   EXPECT_EQ(out["crc32"], out["__metadata__"]["paisoar.crc32"]);
@@ -125,10 +115,8 @@ TEST(Safetensors, PythonReadsOurFile) {
 }
 
 TEST(Safetensors, WeReadPythonsFile) {
-  if (!have_python()) GTEST_SKIP() << "no /usr/bin/python3";
   TempDir dir("safetensors");
-  const std::string command = "/usr/bin/python3 " + peer() + " write " + (dir / "py.safetensors");
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  paisoar::testing::run_python(peer() + " write " + (dir / "py.safetensors"));
   const Checkpoint c = load_safetensors(dir / "py.safetensors");
   EXPECT_TRUE(torch::equal(c.tensors.at("weight"), torch::arange(6, torch::kFloat32).reshape({2, 3}) / 4));
   EXPECT_TRUE(torch::equal(c.tensors.at("half"), torch::tensor({1.5, -2.25}, torch::kFloat16)));
@@ -141,9 +129,9 @@ TEST(Safetensors, FlippedDataByteIsACrcError) {
   TempDir dir("safetensors");
   const std::string path = dir / "a.safetensors";
   save_safetensors(path, every_dtype());
-  std::string bytes = read_bytes(path);
+  std::string bytes = testing::read_file_bytes(path);
   bytes[bytes.size() - 10] ^= 0x20;
-  write_bytes(path, bytes);
+  testing::write_file_bytes(path, bytes);
   expect_error([&] { load_safetensors(path); }, {path.c_str(), "CRC-32"});
 }
 
@@ -151,11 +139,11 @@ TEST(Safetensors, ChangedMetadataIsAHeaderCrcError) {
   TempDir dir("safetensors");
   const std::string path = dir / "a.safetensors";
   save_safetensors(path, {{"w", torch::ones({2})}}, {{"lr", "0.1"}});
-  std::string bytes = read_bytes(path);
+  std::string bytes = testing::read_file_bytes(path);
   const size_t at = bytes.find("0.1");
   ASSERT_NE(at, std::string::npos);
   bytes[at + 2] = '7';  // still valid JSON, still a number: only the CRC can tell
-  write_bytes(path, bytes);
+  testing::write_file_bytes(path, bytes);
   expect_error([&] { load_safetensors(path); }, {path.c_str(), "header's CRC-32"});
 }
 
@@ -163,12 +151,12 @@ TEST(Safetensors, EveryTruncationIsAnErrorNamingTheFile) {
   TempDir dir("safetensors");
   const std::string path = dir / "a.safetensors";
   save_safetensors(path, {{"w", torch::randn({4, 4})}, {"b", torch::randn({4})}});
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = testing::read_file_bytes(path);
   for (size_t size = 0; size < bytes.size(); size += (size < 16 || size + 16 > bytes.size()) ? 1 : 7) {
-    write_bytes(path, bytes.substr(0, size));
+    testing::write_file_bytes(path, bytes.substr(0, size));
     expect_error([&] { load_safetensors(path); }, {path.c_str()});
   }
-  write_bytes(path, bytes.substr(0, bytes.size() - 1));
+  testing::write_file_bytes(path, bytes.substr(0, bytes.size() - 1));
   expect_error([&] { load_safetensors(path); }, {path.c_str(), "truncated"});
 }
 

@@ -18,6 +18,7 @@
 #include "paisoar/data/record_shards.h"
 #include "src/data/shard_set_writer.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/file_bytes.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -50,13 +51,6 @@ torch::Tensor parse_pgm(const std::vector<uint8_t>& bytes) {
   auto pixels = torch::empty({height, width}, torch::kUInt8);
   std::memcpy(pixels.data_ptr<uint8_t>(), bytes.data() + start, std::min(bytes.size() - start, size_t(width * height)));
   return pixels;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 struct SmallIdx {
@@ -107,7 +101,7 @@ TEST(Convert, OutputDoesNotDependOnWorkers) {
   for (const auto& e : fs::directory_iterator(idx.dir / "w1")) names.push_back(e.path().filename().string());
   EXPECT_EQ(names.size(), 2u * 8 + 1);  // 8 tars, 8 indexes, dataset.json
   for (const auto& name : names) {
-    EXPECT_EQ(slurp(fs::path(idx.dir / "w1") / name), slurp(fs::path(idx.dir / "w4") / name)) << name;
+    EXPECT_EQ(paisoar::testing::read_file_bytes((fs::path(idx.dir / "w1") / name).string()), paisoar::testing::read_file_bytes((fs::path(idx.dir / "w4") / name).string())) << name;
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(idx.dir / "w4"), fs::directory_iterator()), 17);
 }

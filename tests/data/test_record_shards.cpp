@@ -14,7 +14,10 @@
 #include "paisoar/data/data_error.h"
 #include "paisoar/data/record_shards.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/python.h"
+#include "tests/support/file_bytes.h"
 #include "tests/support/temp_dir.h"
+#include "tests/data/shard_test_util.h"
 
 namespace fs = std::filesystem;
 using paisoar::data::DataError;
@@ -45,19 +48,6 @@ std::vector<Record> sample_records() {
   return records;
 }
 
-void write_shard(const std::string& path, const std::vector<Record>& records) {
-  ShardWriter writer(path);
-  for (const auto& r : records) writer.add(r);
-  writer.finish();
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<std::string> list_dir(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -76,7 +66,7 @@ TEST(RecordShards, RoundTripWithRandomAccess) {
   TempDir dir("shards");
   const auto records = sample_records();
   const auto path = dir / "a.tar";
-  write_shard(path, records);
+  paisoar::testing::write_shard(path, records);
   EXPECT_EQ(list_dir(dir.path()), (std::vector<std::string>{"a.tar", "a.tar.idx"}));
 
   ShardReader reader(path);
@@ -105,24 +95,23 @@ TEST(RecordShards, RoundTripWithRandomAccess) {
 
 TEST(RecordShards, EmptyShardIsAValidTar) {
   TempDir dir("shards");
-  write_shard(dir / "empty.tar", {});
+  paisoar::testing::write_shard(dir / "empty.tar", {});
   EXPECT_EQ(fs::file_size(dir / "empty.tar"), 1024u);
   EXPECT_EQ(ShardReader(dir / "empty.tar").size(), 0);
 }
 
 TEST(RecordShards, SameRecordsGiveTheSameBytes) {
   TempDir dir("shards");
-  write_shard(dir / "a.tar", sample_records());
-  write_shard(dir / "b.tar", sample_records());
-  EXPECT_EQ(slurp(dir / "a.tar"), slurp(dir / "b.tar"));
-  EXPECT_EQ(slurp(dir / "a.tar.idx"), slurp(dir / "b.tar.idx"));
+  paisoar::testing::write_shard(dir / "a.tar", sample_records());
+  paisoar::testing::write_shard(dir / "b.tar", sample_records());
+  EXPECT_EQ(paisoar::testing::read_file_bytes(dir / "a.tar"), paisoar::testing::read_file_bytes(dir / "b.tar"));
+  EXPECT_EQ(paisoar::testing::read_file_bytes(dir / "a.tar.idx"), paisoar::testing::read_file_bytes(dir / "b.tar.idx"));
 }
 
 TEST(RecordShards, PythonTarfileReadsMembersAndBytes) {
-  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
   TempDir dir("shards");
   const auto records = sample_records();
-  write_shard(dir / "a.tar", records);
+  paisoar::testing::write_shard(dir / "a.tar", records);
   // tarfile checks every header's checksum. Per member: name, mode, mtime,
   // size, then the text of a .cls member or the CRC-32 of a payload.
   const std::string script = dir / "list.py";
@@ -133,7 +122,7 @@ TEST(RecordShards, PythonTarfileReadsMembersAndBytes) {
                            "        what = data.decode() if m.name.endswith('.cls') else '%08x' % zlib.crc32(data)\n"
                            "        out.write('%s %o %d %d %s\\n' % (m.name, m.mode, m.mtime, len(data), what))\n";
   const std::string listing = dir / "listing.txt";
-  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + (dir / "a.tar") + " " + listing).c_str()), 0);
+  paisoar::testing::run_python(script + " " + (dir / "a.tar") + " " + listing);
 
   std::ostringstream expected;
   ShardReader reader(dir / "a.tar");
@@ -145,38 +134,38 @@ TEST(RecordShards, PythonTarfileReadsMembersAndBytes) {
     expected << r.key << "." << r.ext << " 644 0 " << r.payload.size() << " " << crc << "\n"
              << r.key << ".cls 644 0 " << label.size() << " " << label << "\n";
   }
-  EXPECT_EQ(slurp(listing), expected.str());
+  EXPECT_EQ(paisoar::testing::read_file_bytes(listing), expected.str());
 }
 
 TEST(RecordShards, GnuTarListsAndExtractsThem) {
   if (std::system("tar --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no tar";
   TempDir dir("shards");
   const auto records = sample_records();
-  write_shard(dir / "a.tar", records);
+  paisoar::testing::write_shard(dir / "a.tar", records);
   const std::string tar = dir / "a.tar";
   ASSERT_EQ(std::system(("tar -tf " + tar + " > " + (dir / "list.txt") + " 2> " + (dir / "err.txt")).c_str()), 0);
-  EXPECT_EQ(slurp(dir / "list.txt"), expected_listing(records));
-  EXPECT_EQ(slurp(dir / "err.txt"), "");  // no "checksum error" or "unexpected EOF" warnings
+  EXPECT_EQ(paisoar::testing::read_file_bytes(dir / "list.txt"), expected_listing(records));
+  EXPECT_EQ(paisoar::testing::read_file_bytes(dir / "err.txt"), "");  // no "checksum error" or "unexpected EOF" warnings
   fs::create_directory(dir / "x");
   ASSERT_EQ(std::system(("tar -xf " + tar + " -C " + (dir / "x")).c_str()), 0);
   const auto& r = records[6];
-  const std::string bytes = slurp(dir / ("x/" + r.key + "." + r.ext));
+  const std::string bytes = paisoar::testing::read_file_bytes(dir / ("x/" + r.key + "." + r.ext));
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.end()), r.payload);
-  EXPECT_EQ(slurp(dir / ("x/" + r.key + ".cls")), std::to_string(r.label));
+  EXPECT_EQ(paisoar::testing::read_file_bytes(dir / ("x/" + r.key + ".cls")), std::to_string(r.label));
 }
 
 TEST(RecordShards, TruncatedShardIsReportedAtOpen) {
   TempDir dir("shards");
   const auto records = sample_records();
   const auto path = dir / "a.tar";
-  write_shard(path, records);
+  paisoar::testing::write_shard(path, records);
   const uint64_t cut_at = ShardReader(path).entry(5).offset + 10;  // inside record 5's payload
   fs::resize_file(path, cut_at);
   expect_error_of<DataError>([&] { ShardReader reader(path); },
                              {path.c_str(), "truncated", "record 5 ", records[5].key.c_str(),
                               "re-run paisoar convert"});
   // Only the end-of-archive blocks missing: still reported.
-  write_shard(path, records);
+  paisoar::testing::write_shard(path, records);
   fs::resize_file(path, fs::file_size(path) - 512);
   expect_error_of<DataError>([&] { ShardReader reader(path); }, {path.c_str(), "truncated"});
 }
@@ -185,7 +174,7 @@ TEST(RecordShards, FlippedByteIsReportedAtReadNamingRecordAndKey) {
   TempDir dir("shards");
   const auto records = sample_records();
   const auto path = dir / "a.tar";
-  write_shard(path, records);
+  paisoar::testing::write_shard(path, records);
   const uint64_t at = ShardReader(path).entry(4).offset + 100;
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -205,7 +194,7 @@ TEST(RecordShards, MissingFilesSayWhatToDo) {
   TempDir dir("shards");
   const auto path = dir / "a.tar";
   expect_error_of<DataError>([&] { ShardReader reader(path); }, {path.c_str(), "cannot open"});
-  write_shard(path, sample_records());
+  paisoar::testing::write_shard(path, sample_records());
   fs::remove(path + ".idx");
   expect_error_of<DataError>([&] { ShardReader reader(path); },
                              {(path + ".idx").c_str(), "paisoar convert"});
@@ -214,8 +203,8 @@ TEST(RecordShards, MissingFilesSayWhatToDo) {
 TEST(RecordShards, DamagedIndexNamesTheLine) {
   TempDir dir("shards");
   const auto path = dir / "a.tar";
-  write_shard(path, sample_records());
-  std::string idx = slurp(path + ".idx");
+  paisoar::testing::write_shard(path, sample_records());
+  std::string idx = paisoar::testing::read_file_bytes(path + ".idx");
   const size_t line3 = idx.find('\n', idx.find('\n') + 1) + 1;
   idx.insert(idx.find('\t', line3) + 1, "x");  // label "x<label>"
   std::ofstream(path + ".idx", std::ios::binary) << idx;
@@ -267,7 +256,7 @@ TEST(RecordShards, ManifestRoundTripAndErrors) {
   m.records = {10, 3};
   paisoar::data::write_manifest(dir.path(), m);
   EXPECT_EQ(list_dir(dir.path()), std::vector<std::string>{"dataset.json"});
-  const auto text = slurp(dir / "dataset.json");
+  const auto text = paisoar::testing::read_file_bytes(dir / "dataset.json");
   EXPECT_NE(text.find("\"format\": \"paisoar-shards-v1\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"records\": 13"), std::string::npos) << text;
   const auto back = paisoar::data::read_manifest(dir.path());

@@ -16,6 +16,7 @@
 #include "paisoar/data/shard_dataset.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
+#include "tests/data/shard_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace paisoar::data;
@@ -39,12 +40,6 @@ Record pgm_record(const std::string& key, int64_t label, uint8_t value) {
   r.ext = "pgm";
   r.payload = encode_pnm(image);
   return r;
-}
-
-void write_shard(const std::string& path, const std::vector<Record>& records) {
-  ShardWriter writer(path);
-  for (const auto& r : records) writer.add(r);
-  writer.finish();
 }
 
 TEST(ShardDataset, DecodesEveryRecordOfAConversion) {
@@ -76,9 +71,9 @@ TEST(ShardDataset, DecodesEveryRecordOfAConversion) {
 
 TEST(ShardDataset, SkipsEmptyShards) {
   TempDir dir("shard_dataset");
-  write_shard(dir / "a.tar", {pgm_record("a0", 0, 10), pgm_record("a1", 1, 11), pgm_record("a2", 2, 12)});
-  write_shard(dir / "empty.tar", {});
-  write_shard(dir / "b.tar", {pgm_record("b0", 3, 13), pgm_record("b1", 4, 14)});
+  paisoar::testing::write_shard(dir / "a.tar", {pgm_record("a0", 0, 10), pgm_record("a1", 1, 11), pgm_record("a2", 2, 12)});
+  paisoar::testing::write_shard(dir / "empty.tar", {});
+  paisoar::testing::write_shard(dir / "b.tar", {pgm_record("b0", 3, 13), pgm_record("b1", 4, 14)});
   ShardManifest manifest;
   manifest.classes = {"0", "1", "2", "3", "4"};
   manifest.shards = {"empty.tar", "a.tar", "empty.tar", "b.tar", "empty.tar"};
@@ -100,7 +95,7 @@ TEST(ShardDataset, ErrorsNameShardRecordAndKey) {
   Record garbage = pgm_record("bad", 1, 0);
   garbage.ext = "jpg";
   garbage.payload = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
-  write_shard(dir / "s.tar", {pgm_record("good", 0, 1), garbage, pgm_record("last", 2, 3)});
+  paisoar::testing::write_shard(dir / "s.tar", {pgm_record("good", 0, 1), garbage, pgm_record("last", 2, 3)});
   ShardManifest manifest;
   manifest.classes = {"0", "1", "2"};
   manifest.shards = {"s.tar"};
@@ -129,7 +124,7 @@ TEST(ShardDataset, ErrorsNameShardRecordAndKey) {
 TEST(ShardDataset, OpenChecksCountsLabelsAndManifest) {
   TempDir dir("shard_dataset");
   expect_error_of<DataError>([&] { ShardDataset d(dir.path(), gray_pipeline()); }, {"run paisoar convert first"});
-  write_shard(dir / "s.tar", {pgm_record("a", 0, 1), pgm_record("b", 1, 2)});
+  paisoar::testing::write_shard(dir / "s.tar", {pgm_record("a", 0, 1), pgm_record("b", 1, 2)});
   ShardManifest manifest;
   manifest.classes = {"0", "1"};
   manifest.shards = {"s.tar"};

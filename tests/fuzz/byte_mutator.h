@@ -20,16 +20,9 @@
 
 #include <unistd.h>
 
+#include "tests/support/file_bytes.h"
+
 namespace paisoar::testing {
-
-inline std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void write_file_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // Where fuzz tests put their files: /dev/shm when it is a writable directory
 // (thousands of rewrites of one file are about 100 times slower on this

@@ -2,39 +2,29 @@
 // (torchvision's ResNet-18, layer for layer) and torchvision's own ResNet-50
 // and VGG-16 (with the same seed both sides build the same weights, so names,
 // order and outputs must agree), and bench/gpt_peer.py's GPT, whose weights
-// the C++ model loads by name. Skipped when no Python with torch (and
-// torchvision, for its models) is found ($PAISOAR_PYTHON, else
-// /usr/bin/python3).
+// the C++ model loads by name. The Python is the project's venv
+// (tests/support/python.h); a missing or failing peer fails the test.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "paisoar/models.h"
+#include "tests/support/python.h"
 
 namespace {
 
 using nlohmann::json;
 
-// Runs `code` in the peer's Python with amp_peer importable; its stdout, or
-// nullopt when Python or torch is missing.
-std::optional<std::string> run_python(const std::string& code) {
-  const char* env = std::getenv("PAISOAR_PYTHON");
-  std::string python = env != nullptr && *env != '\0' ? env : "/usr/bin/python3";
-  std::string cmd = python + " -c 'import sys; sys.path.insert(0, \"" PAISOAR_SOURCE_BENCH_DIR "\")\n" +
-                    code + "' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe.get())) out.append(buf, n);
-  if (pclose(pipe.release()) != 0) return std::nullopt;
-  return out;
+// Runs `code` in the peer's Python with amp_peer importable; its stdout.
+// Throws (failing the test) when Python, torch or torchvision is missing or fails.
+std::string run_python(const std::string& code) {
+  return paisoar::testing::run_python("-c 'import sys; sys.path.insert(0, \"" PAISOAR_SOURCE_BENCH_DIR "\")\n" +
+                                      code + "'");
 }
 
 // Python side: the model `ctor` of `module` built after seed 0, its parameter
@@ -53,8 +43,7 @@ json describe_in_python(const std::string& module, const std::string& ctor, cons
   code.replace(code.find("MODULE"), 6, module);
   code.replace(code.find("CTOR"), 4, ctor);
   code.replace(code.find("SHAPE"), 5, shape);
-  auto out = run_python(code);
-  return out ? json::parse(*out) : json();
+  return json::parse(run_python(code));
 }
 
 void expect_same_as_python(torch::nn::Module& model, torch::nn::AnyModule forward, const json& py,
@@ -76,7 +65,6 @@ void expect_same_as_python(torch::nn::Module& model, torch::nn::AnyModule forwar
 
 TEST(ModelsAgainstPyTorch, ResNet18) {
   json py = describe_in_python("amp_peer", "ResNet(num_classes=10)", "2, 3, 64, 64");
-  if (py.is_null()) GTEST_SKIP() << "no Python with torch: set PAISOAR_PYTHON";
   torch::manual_seed(0);
   auto model = paisoar::models::resnet18(10);
   expect_same_as_python(*model, torch::nn::AnyModule(model), py, {2, 3, 64, 64});
@@ -86,7 +74,6 @@ TEST(ModelsAgainstPyTorch, FashionCnnBothVariants) {
   for (bool bn : {false, true}) {
     json py = describe_in_python("amp_peer", std::string("FashionCnn(batch_norm=") + (bn ? "True" : "False") + ")",
                                  "4, 1, 28, 28");
-    if (py.is_null()) GTEST_SKIP() << "no Python with torch: set PAISOAR_PYTHON";
     torch::manual_seed(0);
     paisoar::models::FashionCnnOptions o;
     o.batch_norm = bn;
@@ -98,7 +85,6 @@ TEST(ModelsAgainstPyTorch, FashionCnnBothVariants) {
 
 TEST(ModelsAgainstPyTorch, ResNet50IsTorchvisions) {
   json py = describe_in_python("torchvision.models", "resnet50(num_classes=10)", "2, 3, 64, 64");
-  if (py.is_null()) GTEST_SKIP() << "no Python with torch and torchvision: set PAISOAR_PYTHON";
   torch::manual_seed(0);
   auto model = paisoar::models::resnet50(10);
   expect_same_as_python(*model, torch::nn::AnyModule(model), py, {2, 3, 64, 64});
@@ -106,7 +92,6 @@ TEST(ModelsAgainstPyTorch, ResNet50IsTorchvisions) {
 
 TEST(ModelsAgainstPyTorch, Vgg16IsTorchvisions) {
   json py = describe_in_python("torchvision.models", "vgg16(num_classes=10)", "2, 3, 32, 32");
-  if (py.is_null()) GTEST_SKIP() << "no Python with torch and torchvision: set PAISOAR_PYTHON";
   torch::manual_seed(0);
   auto model = paisoar::models::vgg16(10);
   expect_same_as_python(*model, torch::nn::AnyModule(model), py, {2, 3, 32, 32});
@@ -142,8 +127,7 @@ json gpt_in_python(const std::vector<paisoar::models::GptOptions>& configs) {
       "                \"out\": y.flatten().tolist(), \"loss\": gpt_peer.Gpt.loss(y, targets).item()})\n"
       "print(json.dumps(out))\n";
   code.replace(code.find("ARGS"), 4, args);
-  auto out = run_python(code);
-  return out ? json::parse(*out) : json();
+  return json::parse(run_python(code));
 }
 
 TEST(ModelsAgainstPyTorch, GptWithPythonsWeights) {
@@ -157,7 +141,6 @@ TEST(ModelsAgainstPyTorch, GptWithPythonsWeights) {
   no_bias.bias = false;
   const std::vector<paisoar::models::GptOptions> configs = {with_bias, no_bias};
   json runs = gpt_in_python(configs);
-  if (runs.is_null()) GTEST_SKIP() << "no Python with torch: set PAISOAR_PYTHON";
   ASSERT_EQ(runs.size(), configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto& o = configs[i];

@@ -36,7 +36,7 @@ torch::Tensor values(torch::IntArrayRef shape, double salt, double magnitude = 1
 }
 
 // Parameters with gradients: fp32 tensors of several shapes, one without grad.
-std::vector<torch::Tensor> make_params(double magnitude = 1.0) {
+std::vector<torch::Tensor> clip_params(double magnitude = 1.0) {
   std::vector<torch::Tensor> params;
   const std::vector<std::vector<int64_t>> shapes = {{4, 5}, {7}, {3, 3, 2}, {11}, {6, 4}, {30}};
   for (size_t t = 0; t < shapes.size(); ++t) {
@@ -98,7 +98,7 @@ using paisoar::testing::expect_error;
 
 TEST(ClipGradNorm, MatchesTorchAndTheFormula) {
   for (double norm_type : {2.0, kInf}) {
-    auto ours = make_params(), theirs = clone_params(ours);
+    auto ours = clip_params(), theirs = clone_params(ours);
     const double by_hand = norm_by_hand(ours, norm_type);
     const double max_norm = 0.3 * by_hand;  // clips
     ClipGradNormOptions o;
@@ -113,7 +113,7 @@ TEST(ClipGradNorm, MatchesTorchAndTheFormula) {
 }
 
 TEST(ClipGradNorm, BelowMaxNormLeavesGradientsBitForBit) {
-  auto params = make_params(), before = clone_params(params);
+  auto params = clip_params(), before = clone_params(params);
   const double norm = clip_grad_norm_(params, 1e3);
   EXPECT_NEAR(norm, norm_by_hand(before, 2.0), kRel * norm);
   for (size_t t = 0; t + 1 < params.size(); ++t) EXPECT_TRUE(torch::equal(params[t].grad(), before[t].grad()));
@@ -131,7 +131,7 @@ TEST(ClipGradNorm, GradScaleEqualsUnscaleThenClip) {
       paisoar::amp::GradScalerOptions so;
       so.init_scale = 1024.0;
       paisoar::amp::GradScaler scaler_a(so), scaler_b(so);
-      auto a = make_params(), b = clone_params(a);
+      auto a = clip_params(), b = clone_params(a);
       const double true_norm = norm_by_hand(a, norm_type);
       for (auto* set : {&a, &b}) {
         for (auto& p : *set) {
@@ -198,7 +198,7 @@ TEST(ClipGradNorm, Fp16SquaresThatOverflowFp16) {
 
 TEST(ClipGradNorm, NonFiniteNormClipsNothing) {
   for (double bad : {kInf, std::nan("")}) {
-    auto params = make_params();
+    auto params = clip_params();
     params[1].mutable_grad()[3] = bad;
     auto before = clone_params(params);
     const double norm = clip_grad_norm_(params, 0.1);
@@ -222,7 +222,7 @@ TEST(ClipGradNorm, NonFiniteNormClipsNothing) {
 // norm (identical on every rank) and each part must equal clipping the full
 // set in one process (relative 1e-6).
 void check_sharded(int world, double norm_type) {
-  const auto full = make_params();
+  const auto full = clip_params();
   auto reference = clone_params(full);
   const double by_hand = norm_by_hand(full, norm_type);
   const double max_norm = 0.25 * by_hand;
@@ -267,7 +267,7 @@ TEST(ClipGradNormSharded, ThreeRanksInf) { check_sharded(3, kInf); }
 // A rank holding no gradient still joins the allreduce (else its peers would
 // hang) and gets the same norm.
 TEST(ClipGradNormSharded, RankWithoutGradients) {
-  const auto full = make_params();
+  const auto full = clip_params();
   const double by_hand = norm_by_hand(full, 2.0);
   std::vector<double> norms(3);
   paisoar::testing::run_ranks(3, [&](int rank, std::shared_ptr<paisoar::comm::Communicator> comm) {
@@ -287,7 +287,7 @@ TEST(ClipGradNormSharded, RankWithoutGradients) {
 // --- bad input ---
 
 TEST(ClipGradNorm, BadInputNamesTheArgument) {
-  auto params = make_params();
+  auto params = clip_params();
   ClipGradNormOptions o;
   o.norm_type = 1.0;
   expect_error([&] { clip_grad_norm_(params, 1.0, o); }, {"norm_type must be 2 or infinity", "got 1"});
