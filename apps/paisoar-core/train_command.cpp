@@ -12,6 +12,7 @@
 #include "paisoar/comm.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
+#include "paisoar/train/device_choice.h"
 
 namespace paisoar::app {
 namespace {
@@ -42,9 +43,18 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
     return 2;
   }
   relaunch_unless_launched(a.nproc, argc, argv);
+  torch::Device device = torch::kCPU;
+  try {
+    device = train::resolve_device(config.device, comm::rank_info_from_env().local_rank);
+  } catch (const train::ConfigError& e) {
+    std::fprintf(stderr, "paisoar train: %s\n", e.what());
+    return 2;
+  }
   auto comm = comm::Communicator::from_env();
   train::Trainer trainer(config, comm);
-  trainer.fit(train::make_task(config, trainer.tensor_group()));
+  train::TrainTask task = train::make_task(config, trainer.tensor_group());
+  task.model->to(device);  // the pipeline's layers are its modules, so they move too
+  trainer.fit(task);
   return 0;
 }
 

@@ -1,9 +1,16 @@
 // amp::GradScaler: unscaling with an inf/NaN check, skipping, and the dynamic
 // scale policy (grow after growth_interval clean steps, back off on overflow).
+// The scale is a host double, not a device tensor updated by
+// _amp_update_scale_ as in PyTorch: the inf/NaN verdict must be agreed across
+// ranks on the host anyway (one small allreduce), so keeping the scale there
+// costs no extra synchronisation and keeps the policy in readable C++.
 #include "paisoar/amp/grad_scaler.h"
 
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <tuple>
+#include <vector>
 #include <optional>
 #include <stdexcept>
 
@@ -53,9 +60,11 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
     throw std::logic_error("GradScaler::unscale_ is called after step(); call it before step()");
   }
   // The reciprocal in fp32, as PyTorch computes it, so both give the same bits.
-  const double inv_scale = static_cast<float>(1.0 / scale_);
+  const float inv_scale = static_cast<float>(1.0 / scale_);
   torch::NoGradGuard no_grad;
-  torch::Tensor found = torch::zeros({}, torch::kBool);
+  // ATen's fused unscale-and-check (the kernel torch.amp.GradScaler uses, on
+  // the CPU and on CUDA), over the gradients of each device and dtype.
+  std::map<std::tuple<int, int, int>, std::vector<torch::Tensor>> groups;  // device type, index, dtype
   for (auto& group : optimizer.param_groups()) {
     for (auto& param : group.params()) {
       torch::Tensor grad = param.grad();
@@ -65,12 +74,19 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
         param.mutable_grad() = grad;
         grad = grad._values();
       }
-      grad.mul_(inv_scale);
-      found.logical_or_(torch::isfinite(grad).all().logical_not());
+      groups[{static_cast<int>(grad.device().type()), grad.device().index(),
+              static_cast<int>(grad.scalar_type())}].push_back(grad);
     }
   }
+  bool found = false;
+  for (auto& [where, grads] : groups) {
+    const auto options = torch::TensorOptions().device(grads[0].device()).dtype(torch::kFloat);
+    torch::Tensor found_inf = torch::zeros({1}, options);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch::full({1}, inv_scale, options));
+    found = found || found_inf.item<float>() != 0;
+  }
   // Every rank must reach the same verdict or their parameters diverge.
-  state.found_inf = comm::any_rank(comm_, found.item<bool>());
+  state.found_inf = comm::any_rank(comm_, found);
   state.stage = Stage::Unscaled;
 }
 

@@ -8,7 +8,15 @@
 namespace paisoar::memory::detail {
 namespace {
 
-int device_of(c10::DeviceIndex index) { return index < 0 ? c10::cuda::current_device() : index; }
+int device_of(c10::DeviceIndex index) {
+  const int visible = c10::cuda::device_count();
+  TORCH_CHECK(visible > 0, "memory: no CUDA device is visible to this process, so there are no CUDA "
+              "memory statistics (check nvidia-smi and CUDA_VISIBLE_DEVICES, or measure the cpu)");
+  const int device = index < 0 ? c10::cuda::current_device() : index;
+  TORCH_CHECK(device < visible, "memory: CUDA device ", device, " does not exist (", visible,
+              " visible); use an index below ", visible);
+  return device;
+}
 
 }  // namespace
 

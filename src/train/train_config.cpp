@@ -9,6 +9,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   ConfigSchema s;
   s.bind("seed", &c.seed, "seeds the model, the data order and augmentation");
   s.bind("run_dir", &c.run_dir, "metrics.jsonl, traces and checkpoints go here");
+  s.bind("device", &c.device, "where paisoar train puts the model (auto: this rank's GPU if any)",
+         {"auto", "cpu", "cuda"});
   s.bind("model.name", &c.model.name, "the reference model",
          {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16"});
   s.bind("model.num_classes", &c.model.num_classes, "");

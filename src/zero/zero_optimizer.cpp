@@ -180,6 +180,9 @@ void ZeroOptimizer::Impl::build_shard(const OptimizerFactory& factory) {
   }
   inner_ = factory(shard_);
   TORCH_CHECK(inner_, "ZeroOptimizer: the optimizer factory returned null");
+  // The inner optimizer's defaults: LibTorch 2.x's add_param_group merges a
+  // group's options with them (cloning them, which the base class cannot).
+  owner_.defaults_ = inner_->defaults().clone();
   size_t count = 0;
   for (const auto& g : inner_->param_groups()) {
     for (const auto& p : g.params()) {

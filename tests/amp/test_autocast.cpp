@@ -70,15 +70,31 @@ TEST(Autocast, StateIsPerThread) {
 }
 
 TEST(Autocast, UnsupportedDtypeIsAClearError) {
-  AutocastOptions fp16_on_cpu;
-  fp16_on_cpu.dtype = torch::kHalf;
+  AutocastOptions fp64_on_cpu;
+  fp64_on_cpu.dtype = torch::kDouble;
   try {
-    autocast guard(fp16_on_cpu);
-    ADD_FAILURE() << "fp16 CPU autocast was accepted";
+    autocast guard(fp64_on_cpu);
+    ADD_FAILURE() << "fp64 CPU autocast was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("supports only bfloat16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("use float16 or bfloat16"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(is_autocast_enabled());
+}
+
+// LibTorch 2.x's CPU autocast takes fp16 as well as bf16.
+TEST(Autocast, Fp16OnTheCpu) {
+  AutocastOptions fp16_on_cpu;
+  fp16_on_cpu.dtype = torch::kHalf;
+  auto linear = torch::nn::Linear(4, 3);
+  auto x = torch::randn({2, 4});
+  {
+    autocast guard(fp16_on_cpu);
+    EXPECT_TRUE(is_autocast_enabled());
+    EXPECT_EQ(paisoar::amp::autocast_dtype(), torch::kHalf);
+    EXPECT_EQ(linear(x).scalar_type(), torch::kHalf);
+  }
+  EXPECT_FALSE(is_autocast_enabled());
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
 }
 
 }  // namespace

@@ -88,15 +88,33 @@ TEST(FlatBufferTest, GradientsAccumulateIntoTheFlatBufferThroughZeroGrad) {
   auto ps = make_params();
   FlatOptimizer flat(ps, FlatOptimizerOptions(FlatAlgorithm::SGD, 0.1));
   torch::optim::Optimizer& as_base = flat;
-  as_base.zero_grad();  // torch's zero_grad (detach_ + zero_) must keep the aliases
+  // zero_grad(false) (detach_ + zero_) keeps the aliases: autograd accumulates
+  // straight into the flat buffer.
+  as_base.zero_grad(/*set_to_none=*/false);
   (ps[0].sum() * 2).backward();
-  EXPECT_TRUE(torch::equal(flat.buffer().slice(flat.buffer().grad(), 0),
-                           torch::full({48}, 2.0f)));
+  EXPECT_TRUE(torch::equal(flat.buffer().slice(flat.buffer().grad(), 0), torch::full({48}, 2.0f)));
   EXPECT_EQ(ps[0].grad().data_ptr(), flat.buffer().grad().data_ptr());
   // Parameters alias the flat data: a step through the buffer moves them.
   auto before = ps[0].detach().clone();
   flat.step();
   EXPECT_TRUE(torch::allclose(ps[0], before - 0.2));
+}
+
+// LibTorch 2.x's zero_grad() sets gradients to undefined by default; backward
+// then allocates new ones, and step() adopts them back into the flat buffer.
+TEST(FlatBufferTest, StepAdoptsGradientsThatZeroGradSetToNone) {
+  auto ps = make_params();
+  FlatOptimizer flat(ps, FlatOptimizerOptions(FlatAlgorithm::SGD, 0.1));
+  torch::optim::Optimizer& as_base = flat;
+  as_base.zero_grad();
+  (ps[0].sum() * 2).backward();
+  auto before0 = ps[0].detach().clone();
+  auto before1 = ps[1].detach().clone();
+  flat.step();
+  EXPECT_TRUE(torch::equal(flat.buffer().slice(flat.buffer().grad(), 0), torch::full({48}, 2.0f)));
+  EXPECT_EQ(ps[0].grad().data_ptr(), flat.buffer().grad().data_ptr());
+  EXPECT_TRUE(torch::allclose(ps[0], before0 - 0.2));
+  EXPECT_TRUE(torch::equal(ps[1], before1));  // no gradient: zeros, no move
 }
 
 TEST(FlatBufferTest, ReplacedGradientsAreAdopted) {

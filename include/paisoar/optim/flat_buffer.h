@@ -10,8 +10,9 @@
 namespace paisoar::optim {
 
 // After construction each parameter's data and grad alias a slice of data() and
-// grad() (plain aliases, not autograd views, so torch::optim's zero_grad() and
-// autograd's in-place accumulation keep them). Parameters must share one dtype
+// grad() (plain aliases, not autograd views, so zero_grad(false) and autograd's
+// in-place accumulation keep them; LibTorch 2.x's default zero_grad() drops
+// them, and adopt_gradients() takes the new gradients back in). Parameters must share one dtype
 // and device. Not thread-safe; owned by the optimizer that made it.
 class FlatBuffer {
  public:

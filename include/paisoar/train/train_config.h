@@ -119,6 +119,10 @@ struct EvalConfig {
 struct TrainConfig {
   int64_t seed = 0;
   std::string run_dir = "runs/paisoar";
+  // Where `paisoar train` puts the model: auto (this rank's GPU when one is
+  // visible, else the CPU), cpu, or cuda (an error without a GPU). A user's
+  // own model trains where the user put it.
+  std::string device = "auto";
   ModelConfig model;
   DataConfig data;
   LoopConfig train;
