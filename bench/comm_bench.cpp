@@ -2,6 +2,7 @@
 // allgather next to raw c10d Gloo on the same ranks in the same run, 4 KiB to
 // 256 MiB. Runs of ours and the peer alternate per size to share the noise.
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,53 +62,56 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     comm->allreduce(iters_t, comm::ReduceOp::Max).wait();
     int iters = static_cast<int>(iters_t.item<int64_t>());
 
-    auto raw_allreduce = [&] { raw.allreduce(raw_t); };
-    auto ours_allreduce = [&] { comm->allreduce(ours_t).wait(); };
-    auto [ar_ours, ar_raw] = measure_pair(iters, o.repeats, ours_allreduce, raw_allreduce, barrier);
-    double algo = static_cast<double>(numel) * 4;
-    rows.push_back({bytes, "allreduce", ar_ours, ar_raw, algo / ar_ours * 2 * (n - 1) / n / 1e9,
-                    algo / ar_raw * 2 * (n - 1) / n / 1e9});
-
-    // reduce_scatter: Gloo 1.13 has none; the peer is what a user would do, a full allreduce.
+    const double algo = static_cast<double>(numel) * 4;
+    const double ar_factor = 2.0 * (n - 1) / n, gather_factor = static_cast<double>(n - 1) / n;
+    auto add = [&](const char* op, double bytes_moved, double factor, auto ours, auto peer) {
+      auto [t_ours, t_raw] = measure_pair(iters, o.repeats, ours, peer, barrier);
+      rows.push_back({bytes, op, t_ours, t_raw, bytes_moved / t_ours * factor / 1e9,
+                      bytes_moved / t_raw * factor / 1e9});
+    };
+    add("allreduce", algo, ar_factor, [&] { comm->allreduce(ours_t).wait(); },
+        [&] { raw.allreduce(raw_t); });
+    // AVG: ours is Gloo's SUM and one division in wait(); the peer Gloo 2.x's own AVG.
+    add("allreduce_avg", algo, ar_factor, [&] { comm->allreduce(ours_t, comm::ReduceOp::Avg).wait(); },
+        [&] { raw.allreduce(raw_t, /*average=*/true); });
+    // bf16: ours sums in fp32 (one rounding at the end, twice the bytes on the
+    // wire); the peer Gloo 2.x's native bf16 sum (half the bytes, a rounding per hop).
+    auto ours_bf = torch::ones({numel}, torch::kBFloat16), raw_bf = torch::ones({numel}, torch::kBFloat16);
+    add("allreduce_bf16", algo / 2, ar_factor, [&] { comm->allreduce(ours_bf).wait(); },
+        [&] { raw.allreduce(raw_bf); });
+    // reduce_scatter: ours a pairwise exchange reduced as segments arrive; the
+    // peer Gloo 2.x's _reduce_scatter_base (an allreduce, then a copy).
     auto shard = torch::empty({numel / n});
-    auto ours_rs = [&] { comm->reduce_scatter(shard, ours_t).wait(); };
-    auto [rs_ours, rs_peer] = measure_pair(iters, o.repeats, ours_rs, raw_allreduce, barrier);
-    // Gloo 1.13 has no reduce_scatter: the peer is what a user does instead, a full
-    // allreduce (its bus bandwidth by the allreduce convention).
-    rows.push_back({bytes, "reduce_scatter", rs_ours, rs_peer, algo / rs_ours * (n - 1) / n / 1e9,
-                    algo / rs_peer * 2 * (n - 1) / n / 1e9});
-
-    // allgather: ours into one flat tensor; raw c10d into a list.
+    auto raw_shard_out = torch::empty({numel / n});
+    add("reduce_scatter", algo, gather_factor, [&] { comm->reduce_scatter(shard, ours_t).wait(); },
+        [&] { raw.reduce_scatter(raw_shard_out, raw_t); });
+    // allgather into one flat tensor: ours a pairwise exchange; the peer Gloo 2.x's _allgather_base.
     auto gathered = torch::empty({numel});
-    std::vector<at::Tensor> raw_out;
-    for (int r = 0; r < n; ++r) raw_out.push_back(torch::empty({numel / n}));
+    auto raw_gathered = torch::empty({numel});
     auto raw_shard = torch::ones({numel / n});
-    auto ours_ag = [&] { comm->allgather_into(gathered, shard).wait(); };
-    auto raw_ag = [&] { raw.allgather(raw_out, raw_shard); };
-    auto [ag_ours, ag_raw] = measure_pair(iters, o.repeats, ours_ag, raw_ag, barrier);
-    rows.push_back({bytes, "allgather", ag_ours, ag_raw, algo / ag_ours * (n - 1) / n / 1e9,
-                    algo / ag_raw * (n - 1) / n / 1e9});
+    add("allgather_into", algo, gather_factor, [&] { comm->allgather_into(gathered, shard).wait(); },
+        [&] { raw.allgather_into(raw_gathered, raw_shard); });
+    // allgather into a list: both through Gloo's allgather.
+    std::vector<at::Tensor> ours_list, raw_list;
+    for (int r = 0; r < n; ++r) {
+      ours_list.push_back(torch::empty({numel / n}));
+      raw_list.push_back(torch::empty({numel / n}));
+    }
+    add("allgather", algo, gather_factor, [&] { comm->allgather(ours_list, shard).wait(); },
+        [&] { raw.allgather(raw_list, raw_shard); });
   }
 
   if (rank == 0) {
-    std::printf("paisoar bench comm: %d ranks, Gloo over %s; bus bandwidth GB/s (nccl-tests "
-                "convention), median of %d; reduce_scatter's peer is a raw allreduce (Gloo has "
-                "no reduce_scatter)\n",
-                n, info.master_addr.c_str(), o.repeats);
-    std::printf("%10s %-15s %10s %10s %8s %10s\n", "bytes", "op", "paisoar", "raw gloo",
-                "speedup", "rs/ar time");
-    nlohmann::json out = {{"world_size", n}, {"rows", nlohmann::json::array()}};
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      double speedup = r.raw_s / r.ours_s;  // > 1: paisoar is faster
-      std::string rs_vs_ar = "";
-      if (r.op == "reduce_scatter") {
-        char buf[32];
-        std::snprintf(buf, sizeof(buf), "%.2f", r.ours_s / rows[i - 1].ours_s);
-        rs_vs_ar = buf;
-      }
-      std::printf("%10lld %-15s %10.3f %10.3f %8.2f %10s\n", static_cast<long long>(r.bytes),
-                  r.op.c_str(), r.ours_busbw, r.raw_busbw, speedup, rs_vs_ar.c_str());
+    std::printf("paisoar bench comm: %d ranks, Gloo over %s (LibTorch %s); bus bandwidth GB/s "
+                "(nccl-tests convention), median of %d; the peer is c10d's Gloo called directly, "
+                "with its own AVG, bf16, reduce-scatter and allgather-into-tensor\n",
+                n, info.master_addr.c_str(), TORCH_VERSION, o.repeats);
+    std::printf("%10s %-15s %10s %10s %8s\n", "bytes", "op", "paisoar", "raw gloo", "speedup");
+    nlohmann::json out = {{"world_size", n}, {"libtorch", TORCH_VERSION}, {"rows", nlohmann::json::array()}};
+    for (const auto& r : rows) {
+      const double speedup = r.raw_s / r.ours_s;  // > 1: paisoar is faster
+      std::printf("%10lld %-15s %10.3f %10.3f %8.2f\n", static_cast<long long>(r.bytes), r.op.c_str(),
+                  r.ours_busbw, r.raw_busbw, speedup);
       out["rows"].push_back({{"bytes", r.bytes}, {"op", r.op}, {"paisoar_s", r.ours_s},
                              {"raw_gloo_s", r.raw_s}, {"paisoar_busbw_gbps", r.ours_busbw},
                              {"raw_gloo_busbw_gbps", r.raw_busbw}, {"speedup", speedup}});

@@ -26,9 +26,10 @@ using data::SampleRng;
 
 uint8_t clamp_byte(double v) { return static_cast<uint8_t>(std::clamp(v, 0.0, 255.0)); }
 
-Image make_photo(uint64_t seed, int64_t index) {
+Image make_photo(uint64_t seed, int64_t index, double scale) {
   SampleRng rng(seed, 0, static_cast<uint64_t>(index));
-  const int64_t w = rng.uniform_int(400, 600), h = rng.uniform_int(300, 450);
+  const int64_t w = static_cast<int64_t>(rng.uniform_int(400, 600) * scale);
+  const int64_t h = static_cast<int64_t>(rng.uniform_int(300, 450) * scale);
   Image img(h, w, 3);
   double top[3], bottom[3];
   for (int c = 0; c < 3; ++c) {
@@ -42,13 +43,13 @@ Image make_photo(uint64_t seed, int64_t index) {
   for (auto& b : blobs) {
     b.cx = rng.uniform(0, w);
     b.cy = rng.uniform(0, h);
-    b.rx = rng.uniform(20, w / 3.0);
-    b.ry = rng.uniform(20, h / 3.0);
+    b.rx = rng.uniform(20 * scale, w / 3.0);
+    b.ry = rng.uniform(20 * scale, h / 3.0);
     for (double& c : b.color) c = rng.uniform(0, 255);
     b.softness = rng.uniform(0.05, 0.4);
   }
   // A patch of fine texture (foliage, fabric), where JPEG spends its bits.
-  const double tx = rng.uniform(0, w), ty = rng.uniform(0, h), tr = rng.uniform(40, 140);
+  const double tx = rng.uniform(0, w), ty = rng.uniform(0, h), tr = rng.uniform(40, 140) * scale;
   const double fx = rng.uniform(0.3, 1.2), fy = rng.uniform(0.3, 1.2);
   for (int64_t y = 0; y < h; ++y) {
     const double t = static_cast<double>(y) / h;
@@ -76,7 +77,8 @@ Image make_photo(uint64_t seed, int64_t index) {
 
 std::string stamp_of(const PhotoSetOptions& o) {
   return "images=" + std::to_string(o.images) + " classes=" + std::to_string(o.classes) +
-         " seed=" + std::to_string(o.seed) + " quality=" + std::to_string(o.quality) + " v1\n";
+         " seed=" + std::to_string(o.seed) + " quality=" + std::to_string(o.quality) +
+         (o.scale == 1.0 ? "" : " scale=" + std::to_string(o.scale)) + " v1\n";
 }
 
 }  // namespace
@@ -110,7 +112,7 @@ uint64_t make_photo_set(const std::string& root, const PhotoSetOptions& options)
     threads.emplace_back([&] {
       try {
         for (int64_t i; (i = next++) < options.images;) {
-          const auto jpeg = data::encode_jpeg(make_photo(options.seed, i), options.quality);
+          const auto jpeg = data::encode_jpeg(make_photo(options.seed, i, options.scale), options.quality);
           char name[64];
           std::snprintf(name, sizeof(name), "class_%02lld/%06lld.jpg",
                         static_cast<long long>(i % options.classes), static_cast<long long>(i));

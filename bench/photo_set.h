@@ -15,6 +15,7 @@ struct PhotoSetOptions {
   uint64_t seed = 1;
   int64_t threads = 2;
   int quality = 90;
+  double scale = 1.0;  // sides times this (3: about 1500x1125, a phone photo's detail per crop)
 };
 
 // Writes the tree unless `root` already holds one made with the same options

@@ -22,7 +22,7 @@ bool is_file(const std::string& path) {
 PythonPeer find_python_peer(const std::string& script_name, const std::string& override_path) {
   PythonPeer peer;
   const char* env_python = std::getenv("PAISOAR_PYTHON");
-  peer.python = env_python != nullptr && *env_python != '\0' ? env_python : "/usr/bin/python3";
+  peer.python = env_python != nullptr && *env_python != '\0' ? env_python : PAISOAR_DEFAULT_PYTHON;
   const std::string exe = app::self_executable();
   const std::string installed =
       exe.substr(0, exe.rfind('/')) + "/../share/paisoar/bench/" + script_name;
@@ -45,7 +45,7 @@ PythonPeer find_python_peer(const std::string& script_name, const std::string& o
   }
   peer.missing += "; set PAISOAR_PYTHON to a Python with PyTorch " +
                   std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                  " (Debian: apt install python3-torch)";
+                  " (scripts/setup.sh makes the project's venv with it)";
   return peer;
 }
 

@@ -7,7 +7,7 @@
 namespace paisoar::bench {
 
 struct PythonPeer {
-  std::string python;         // $PAISOAR_PYTHON, else /usr/bin/python3 (Debian's, with torch)
+  std::string python;         // $PAISOAR_PYTHON, else the Python CMake built against (the venv)
   std::string script;         // the peer program
   std::string torch_version;  // what `import torch` reported
   std::string missing;        // non-empty: why the peer cannot run

@@ -17,18 +17,15 @@ Command add_demo_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_zero_consolidate_command(CLI::App& app);
-Command add_bench_comm_command(CLI::App& bench);
-Command add_bench_optim_command(CLI::App& bench);
-Command add_bench_amp_command(CLI::App& bench);
-Command add_bench_ddp_command(CLI::App& bench);
-Command add_bench_ddp_worker_command(CLI::App& bench);
-Command add_bench_data_command(CLI::App& bench);
-Command add_bench_ladder_command(CLI::App& bench);
-Command add_bench_tta_command(CLI::App& bench);
-Command add_bench_memory_command(CLI::App& bench);
-Command add_bench_recovery_command(CLI::App& bench);
-Command add_bench_pipeline_command(CLI::App& bench);
-Command add_bench_zero_memory_worker_command(CLI::App& bench);
+// `paisoar bench <name>`: the benchmarks, built only with PAISOAR_BUILD_BENCH.
+// bench/bench_commands.cpp (compiled only then) returns them; the stub
+// bench_commands_none.cpp returns none, and `paisoar bench` then says how to
+// build them.
+struct BenchCommand {
+  const char* name;
+  Command (*add)(CLI::App& bench);
+};
+std::vector<BenchCommand> bench_commands();
 
 // Re-runs this program under `paisoar launch --nproc_per_node nproc` when it
 // was not started by a launcher (torchrun, Slurm or Open MPI variables);

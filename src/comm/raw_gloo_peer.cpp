@@ -19,15 +19,29 @@ RawGlooPeer::RawGlooPeer(Communicator& comm) : impl_(std::make_unique<Impl>()) {
 
 RawGlooPeer::~RawGlooPeer() = default;
 
-void RawGlooPeer::allreduce(at::Tensor tensor) {
+void RawGlooPeer::allreduce(at::Tensor tensor, bool average) {
   std::vector<at::Tensor> tensors{tensor};
-  impl_->group->allreduce(tensors)->wait();
+  ::c10d::AllreduceOptions opts;
+  opts.reduceOp = average ? ::c10d::ReduceOp::AVG : ::c10d::ReduceOp::SUM;
+  impl_->group->allreduce(tensors, opts)->wait();
 }
 
 void RawGlooPeer::allgather(std::vector<at::Tensor> outputs, at::Tensor input) {
   std::vector<std::vector<at::Tensor>> outs{std::move(outputs)};
   std::vector<at::Tensor> ins{input};
   impl_->group->allgather(outs, ins)->wait();
+}
+
+}  // namespace paisoar::comm
+
+namespace paisoar::comm {
+
+void RawGlooPeer::allgather_into(at::Tensor output, at::Tensor input) {
+  impl_->group->_allgather_base(output, input)->wait();
+}
+
+void RawGlooPeer::reduce_scatter(at::Tensor output, at::Tensor input) {
+  impl_->group->_reduce_scatter_base(output, input)->wait();
 }
 
 }  // namespace paisoar::comm

@@ -18,10 +18,16 @@ class RawGlooPeer {
   explicit RawGlooPeer(Communicator& comm);
   ~RawGlooPeer();
 
-  // Blocking c10d Gloo allreduce (sum) of `tensor`, in place.
-  void allreduce(at::Tensor tensor);
+  // Blocking c10d Gloo allreduce of `tensor`, in place, in its own dtype
+  // (bf16 included) and with Gloo's own AVG when `average`.
+  void allreduce(at::Tensor tensor, bool average = false);
   // Blocking c10d Gloo allgather into one tensor per rank.
   void allgather(std::vector<at::Tensor> outputs, at::Tensor input);
+  // Blocking c10d Gloo allgather into one flat tensor (_allgather_base).
+  void allgather_into(at::Tensor output, at::Tensor input);
+  // Blocking c10d Gloo reduce-scatter (sum) of `input` into `output`
+  // (_reduce_scatter_base: an allreduce and a copy of this rank's chunk in 2.x).
+  void reduce_scatter(at::Tensor output, at::Tensor input);
 
  private:
   struct Impl;
