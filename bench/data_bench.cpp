@@ -4,6 +4,7 @@
 // in the same run; ours also from record shards of the same images, and the
 // IDX loader on Fashion-MNIST next to torchvision's FashionMNIST. The JPEGs
 // are generated here (bench/photo_set.h), never downloaded.
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,7 @@
 #include "bench/python_peer.h"
 #include "paisoar/data/convert.h"
 #include "paisoar/data/data_loader.h"
+#include "paisoar/data/device_preprocess.h"
 #include "paisoar/data/idx_dataset.h"
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/record_shards.h"
@@ -43,22 +46,34 @@ struct DataBenchOptions {
   std::string idx_dir = "/usr/share/datasets/fashion-mnist";
   std::string peer_script;
   std::string json = "data_bench.json";
+  // cpu: batches as the loader hands them over. cuda: fed to the GPU, ours as
+  // uint8 through pinned memory with normalise + flip on the device
+  // (DevicePreprocess), torchvision's normalised on its workers, then .to(cuda).
+  std::string device = "cpu";
 };
 
 // Samples/s from the first batch received to the last, as the peer counts.
+// `to_device`: the device step each batch goes through (GPU mode), else none.
 double loader_rate(const std::shared_ptr<const Dataset>& dataset, int64_t workers, int64_t batch,
-                   uint64_t seed) {
+                   uint64_t seed, const std::optional<DevicePreprocess>& to_device = std::nullopt) {
   DataLoaderOptions o;
   o.batch_size = batch;
   o.workers = workers;
   o.seed = seed;
+  o.pin_memory = to_device.has_value();
   DataLoader loader(dataset, o);
   loader.start_epoch(0);
   auto first = loader.next();
   if (!first) return 0;
+  torch::Tensor on_device;
+  if (to_device) on_device = (*to_device)(*first);
   const auto start = std::chrono::steady_clock::now();
   int64_t samples = 0;
-  while (auto b = loader.next()) samples += b->data.size(0);
+  while (auto b = loader.next()) {
+    samples += b->data.size(0);
+    if (to_device) on_device = (*to_device)(*b);
+  }
+  if (on_device.defined() && on_device.is_cuda()) torch::cuda::synchronize();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s > 0 ? samples / s : 0;
 }
@@ -67,7 +82,7 @@ double peer_rate(const bench::PythonPeer& peer, const std::string& mode, const s
                  int64_t workers, const DataBenchOptions& o) {
   auto child = bench::run_child({peer.python, peer.script, "--mode", mode, "--root", root, "--workers",
                                  std::to_string(workers), "--batch", std::to_string(o.batch), "--size",
-                                 std::to_string(o.size)});
+                                 std::to_string(o.size), "--device", o.device});
   if (!child.status.success()) {
     throw std::runtime_error("data_peer.py " + child.status.describe() + ": " +
                              child.err.substr(child.err.size() > 2000 ? child.err.size() - 2000 : 0));
@@ -75,10 +90,18 @@ double peer_rate(const bench::PythonPeer& peer, const std::string& mode, const s
   return json::parse(bench::last_line(child.out)).at("samples_per_s").get<double>();
 }
 
-ImagePipeline imagenet_train_pipeline(int64_t size) {
+const std::vector<float> kMean = {0.485f, 0.456f, 0.406f}, kStd = {0.229f, 0.224f, 0.225f};
+
+// RandomResizedCrop + flip + normalise; on_device: crop only, uint8 out (the
+// flip and normalisation run on the device).
+ImagePipeline imagenet_train_pipeline(int64_t size, bool on_device) {
   ToTensorOptions t;
-  t.mean = {0.485f, 0.456f, 0.406f};
-  t.std = {0.229f, 0.224f, 0.225f};
+  if (on_device) {
+    t.keep_uint8 = true;
+    return ImagePipeline({std::make_shared<RandomResizedCrop>(size, size)}, t);
+  }
+  t.mean = kMean;
+  t.std = kStd;
   return ImagePipeline({std::make_shared<RandomResizedCrop>(size, size),
                         std::make_shared<RandomHorizontalFlip>()},
                        t);
@@ -117,10 +140,24 @@ int run_data_bench(const DataBenchOptions& o) {
     convert_image_folder(folder, shards, c);
   }
 
-  auto from_folder = std::make_shared<ImageFolder>(folder, imagenet_train_pipeline(o.size));
-  auto from_shards = std::make_shared<ShardDataset>(shards, imagenet_train_pipeline(o.size));
+  const torch::Device device(o.device);
+  const bool on_device = !device.is_cpu();
+  if (device.is_cuda() && !torch::cuda::is_available()) {
+    throw std::runtime_error("bench data: --device cuda, but no CUDA device is visible");
+  }
+  std::optional<DevicePreprocess> to_device;
+  if (on_device) {
+    DevicePreprocessOptions p;
+    p.mean = kMean;
+    p.std = kStd;
+    p.horizontal_flip = 0.5;
+    p.device = device;
+    to_device.emplace(p);
+  }
+  auto from_folder = std::make_shared<ImageFolder>(folder, imagenet_train_pipeline(o.size, on_device));
+  auto from_shards = std::make_shared<ShardDataset>(shards, imagenet_train_pipeline(o.size, on_device));
   std::shared_ptr<IdxDataset> idx;
-  if (fs::exists(fs::path(o.idx_dir) / "train-images-idx3-ubyte.gz")) {
+  if (!on_device && fs::exists(fs::path(o.idx_dir) / "train-images-idx3-ubyte.gz")) {
     idx = std::make_shared<IdxDataset>((fs::path(o.idx_dir) / "train-images-idx3-ubyte.gz").string(),
                                        (fs::path(o.idx_dir) / "train-labels-idx1-ubyte.gz").string(),
                                        fashion_mnist_pipeline());
@@ -132,8 +169,8 @@ int run_data_bench(const DataBenchOptions& o) {
     for (int r = 0; r < o.repeats; ++r) {
       const uint64_t seed = static_cast<uint64_t>(r);
       auto ours_first = [&] {
-        f.ours.push_back(loader_rate(from_folder, w, o.batch, seed));
-        s.ours.push_back(loader_rate(from_shards, w, o.batch, seed));
+        f.ours.push_back(loader_rate(from_folder, w, o.batch, seed, to_device));
+        s.ours.push_back(loader_rate(from_shards, w, o.batch, seed, to_device));
         if (idx) i.ours.push_back(loader_rate(idx, w, o.batch, seed));
       };
       auto peer_runs = [&] {
@@ -152,11 +189,12 @@ int run_data_bench(const DataBenchOptions& o) {
   }
 
   std::printf("paisoar bench data: %lld JPEGs (%.1f MB, about 500x375), batch %lld, "
-              "RandomResizedCrop(%lld) + flip + normalise; medians of %d runs\n",
+              "RandomResizedCrop(%lld) + flip + normalise, delivered to %s; medians of %d runs\n",
               static_cast<long long>(o.images), jpeg_bytes / 1e6, static_cast<long long>(o.batch),
-              static_cast<long long>(o.size), o.repeats);
+              static_cast<long long>(o.size), device.str().c_str(), o.repeats);
   std::printf("%-18s %7s %14s %16s %8s\n", "source", "workers", "paisoar (/s)", "torchvision (/s)", "ratio");
   json out = {{"images", o.images}, {"jpeg_bytes", jpeg_bytes}, {"batch", o.batch}, {"size", o.size},
+              {"device", device.str()},
               {"repeats", o.repeats}, {"rows", json::array()}};
   if (peer.ok()) out["peer"] = {{"python", peer.python}, {"torch", peer.torch_version}};
   std::map<int64_t, double> folder_rate;
@@ -196,6 +234,7 @@ Command add_bench_data_command(CLI::App& bench) {
   cmd->add_option("--idx-dir", o->idx_dir, "Fashion-MNIST's IDX files");
   cmd->add_option("--peer-script", o->peer_script, "the torchvision peer (default: bench/data_peer.py)");
   cmd->add_option("--json", o->json, "where to write the results");
+  cmd->add_option("--device", o->device, "cpu (batches as loaded) or cuda (fed to the GPU)");
   return [o](int, char**) { return run_data_bench(*o); };
 }
 

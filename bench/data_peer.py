@@ -42,6 +42,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cuda: each batch is moved to the GPU (pinned memory)")
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
@@ -57,17 +58,22 @@ def main():
     else:
         tmp = tempfile.TemporaryDirectory(prefix="paisoar_fmnist_")
         ds = fashion_mnist(a.root, tmp.name)
+    device = torch.device(a.device)
     loader = DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=a.workers,
-                        drop_last=False)
+                        drop_last=False, pin_memory=device.type == "cuda")
     samples = 0
     start = None
     first = 0
     for x, y in loader:
+        if device.type != "cpu":
+            x = x.to(device, non_blocking=True)
         if start is None:
             start = time.perf_counter()
             first = x.shape[0]
             continue
         samples += x.shape[0]
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     print(json.dumps({"samples": samples + first, "timed_samples": samples, "seconds": seconds,
                       "samples_per_s": samples / seconds if seconds > 0 else 0.0,

@@ -23,8 +23,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgloo-dev   # headers only: c10d's ProcessGroupGloo.hpp includes Gloo's, which the torch wheel
                 # does not ship; nothing links Debian's libgloo (libtorch carries its own Gloo)
-  libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev zlib1g-dev
-  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev   # image decode/encode
+  libcli11-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
+  libjpeg62-turbo-dev libpng-dev   # image decode/encode (libjpeg-turbo through the libjpeg API)
   python3 python3-venv
   dataset-fashion-mnist
   iproute2 procps

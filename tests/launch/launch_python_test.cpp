@@ -116,5 +116,45 @@ TEST(LaunchPython, TwoLaunchersFormOneGroup) {
   expect_ok(r1, 3, 4);
 }
 
+void expect_trained(const RunResult& r, int rank, int world) {
+  const std::string line = "[rank" + std::to_string(rank) + "]: TRAINED rank=" + std::to_string(rank) +
+                           " world=" + std::to_string(world) + " loss ";
+  EXPECT_NE(r.out.find(line), std::string::npos) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+}
+
+// A torch.distributed training script (PyTorch's DDP over gloo) trains under
+// the launcher, and ends where one process over the whole batch ends.
+TEST(LaunchPython, DdpScriptTrainsOnTwoRanks) {
+  REQUIRE_TORCH_PYTHON();
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "2", "--master_port", "0",
+                             "--omp_num_threads", "1", DDP_TRAIN_CHECK, "2"},
+                            python_env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  expect_trained(r, 0, 2);
+  expect_trained(r, 1, 2);
+}
+
+// The same across two launchers acting as two nodes of 2 ranks each.
+TEST(LaunchPython, DdpScriptTrainsOnTwoNodes) {
+  REQUIRE_TORCH_PYTHON();
+  const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
+  std::vector<std::string> env = python_env();
+  env.push_back("PAISOAR_JOB_TOKEN=python-ddp-two-nodes");
+  auto node = [&](int node_rank) {
+    return std::vector<std::string>{"launch", "--nnodes", "2", "--node_rank",
+                                    std::to_string(node_rank), "--nproc_per_node", "2",
+                                    "--master_addr", "127.0.0.1", "--master_port", port,
+                                    "--omp_num_threads", "1", DDP_TRAIN_CHECK, "4"};
+  };
+  LauncherRun node0(node(0), env);
+  LauncherRun node1(node(1), env);
+  RunResult r0 = node0.finish();
+  RunResult r1 = node1.finish();
+  ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
+  for (int rank : {0, 1}) expect_trained(r0, rank, 4);
+  for (int rank : {2, 3}) expect_trained(r1, rank, 4);
+}
+
 }  // namespace
 }  // namespace paisoar::launch::testing
