@@ -1,6 +1,8 @@
-// Reducing collectives: allreduce (with AVG, bf16 and int16, which Gloo 1.13
-// lacks), coalesced allreduce, and reduce-scatter (Gloo 1.13 has none) built
-// from a pairwise exchange with each segment reduced as it arrives.
+// Reducing collectives: allreduce (Gloo's own, with int16 widened, which Gloo
+// rejects), coalesced allreduce, and reduce-scatter: NCCL's own on CUDA, on
+// Gloo a pairwise exchange with each segment reduced as it arrives (1.5-4x
+// faster than Gloo 2.x's, an allreduce followed by a copy of this rank's
+// chunk: docs/BENCHMARKS.md, collectives).
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <map>
@@ -65,27 +67,25 @@ void combine_into(at::Tensor out, const std::vector<at::Tensor>& rows, ReduceOp 
 }
 
 // Issues the allreduce of `tensor` into `work`, with the steps that finish it.
+// Gloo 2.x reduces bf16 and takes AVG itself (measured as fast as or 2-4x
+// faster than widening bf16 to fp32 or dividing after a SUM: docs/BENCHMARKS.md,
+// collectives); its bf16 ring sums round once per hop, like NCCL's.
 void issue_allreduce(detail::GroupState& s, WorkImpl& work, const at::Tensor& tensor,
                      ReduceOp op) {
-  // Gloo reduces neither bf16 nor int16: reduce in fp32 / int32 (exact for the
-  // inputs, one rounding or wrap at the end).
-  const at::ScalarType type = tensor.scalar_type();
-  const bool widen = type == at::kBFloat16 || type == at::kShort;
-  at::Tensor buf = widen ? tensor.to(type == at::kShort ? at::kInt : at::kFloat)
-                         : detail::stage_output(tensor, work);
-  // fp16 sums overflow at 65504: divide first, then sum (what DDP's fp16 hook does).
-  bool divide_first = op == ReduceOp::Avg && tensor.scalar_type() == at::kHalf;
+  // Gloo 2.14 rejects int16 ("Invalid scalar type"): reduce it in int32 (exact
+  // for the inputs, one wrap at the end).
+  const bool widen = tensor.scalar_type() == at::kShort;
+  at::Tensor buf = widen ? tensor.to(at::kInt) : detail::stage_output(tensor, work);
+  // fp16 sums overflow at 65504: divide first, then sum (what DDP's fp16 hook
+  // does); Gloo's AVG divides after the sum.
+  const bool divide_first = op == ReduceOp::Avg && tensor.scalar_type() == at::kHalf;
   if (divide_first) buf.div_(s.size);
   std::vector<at::Tensor> bufs{buf};
   ::c10d::AllreduceOptions opts;
-  opts.reduceOp = to_c10d(op);
+  opts.reduceOp = op == ReduceOp::Avg && !divide_first ? ::c10d::ReduceOp(::c10d::ReduceOp::AVG) : to_c10d(op);
   opts.timeout = s.options.timeout;
   work.add(detail::submit(work.context(), s,
                           [&] { return s.backend_for(buf).allreduce(bufs, opts); }));
-  if (op == ReduceOp::Avg && !divide_first) {
-    int size = s.size;
-    work.then([buf, size]() mutable { buf.div_(size); });
-  }
   if (widen) work.finally([tensor, buf]() mutable { tensor.copy_(buf); });
 }
 
