@@ -41,6 +41,7 @@ struct AmpBenchOptions {
   int repeats = 5;          // runs (processes) per side and configuration
   std::string peer_script;  // "": the installed copy, else the source tree's
   std::string json = "amp_bench.json";
+  int compiled_repeats = 2;  // runs of the torch.compile'd peer per configuration (0: none)
   bool worker = false;  // hidden: run one configuration and print its JSON
   AmpRun run;           // the worker's configuration
 };
@@ -90,6 +91,7 @@ Sample run_worker(const std::vector<std::string>& argv, const std::string& who, 
 struct Row {
   AmpRun run;
   std::vector<Sample> ours, peer;  // peer empty when there is none
+  std::vector<Sample> compiled;    // the torch.compile'd peer; empty when not run
 };
 
 double median_of(const std::vector<Sample>& samples, double Sample::*field) {
@@ -129,8 +131,8 @@ void print_and_save(const AmpBenchOptions& o, const bench::PythonPeer& peer, int
               has_peer
                   ? ("PyTorch " + peer.torch_version + " (" + peer.python + " " + peer.script + ")").c_str()
                   : ("none: " + peer.missing).c_str());
-  std::printf("%-9s %-8s %5s %-5s %11s %11s %8s %12s %12s  %s\n", "model", "input", "batch", "dtype",
-              "paisoar ms", "pytorch ms", "pt/ours", "paisoar MiB", "pytorch MiB",
+  std::printf("%-9s %-8s %5s %-5s %11s %11s %8s %12s %12s %12s  %s\n", "model", "input", "batch", "dtype",
+              "paisoar ms", "pytorch ms", "pt/ours", "compiled ms", "paisoar MiB", "pytorch MiB",
               "first loss paisoar/pytorch");
   json out = {{"threads", threads},   {"libtorch", TORCH_VERSION}, {"warmup", o.warmup},   {"iters", o.iters},
               {"seconds", o.seconds}, {"repeats", o.repeats},      {"rows", json::array()}};
@@ -160,9 +162,17 @@ void print_and_save(const AmpBenchOptions& o, const bench::PythonPeer& peer, int
                   {"pytorch_params", r.peer[0].params}});
       for (const auto& s : r.peer) row["pytorch_samples_ms"].push_back(s.step_ms);
     }
-    std::printf("%-9s %-8s %5lld %-5s %11.1f %11s %8s %12.1f %12s  %s\n", r.run.model.c_str(),
+    std::string compiled_ms = "n/a";
+    if (!r.compiled.empty()) {
+      const double ms = median_of(r.compiled, &Sample::step_ms);
+      compiled_ms = format("%.1f", ms);
+      row["pytorch_compiled_ms"] = ms;
+      row["pytorch_compiled_over_paisoar"] = ms / ours_ms;
+      for (const auto& s : r.compiled) row["pytorch_compiled_samples_ms"].push_back(s.step_ms);
+    }
+    std::printf("%-9s %-8s %5lld %-5s %11.1f %11s %8s %12s %12.1f %12s  %s\n", r.run.model.c_str(),
                 input_of(r.run).c_str(), static_cast<long long>(r.run.batch), r.run.dtype.c_str(), ours_ms,
-                peer_ms.c_str(), ratio.c_str(), ours_mib, peer_mib.c_str(), losses.c_str());
+                peer_ms.c_str(), ratio.c_str(), compiled_ms.c_str(), ours_mib, peer_mib.c_str(), losses.c_str());
     out["rows"].push_back(row);
   }
   // bf16's speedup over fp32, per model and side.
@@ -224,6 +234,15 @@ int run_amp_bench(const AmpBenchOptions& o) {
       for (auto& s : peer_samples) {
         if (s) row.peer.push_back(*s);
       }
+      // torch.compile'd, what a PyTorch user would try next; its compilation
+      // runs in the untimed warm-up.
+      if (peer.missing.empty()) {
+        std::vector<std::string> compiled_argv = peer_argv;
+        compiled_argv.push_back("--compile");
+        for (int r = 0; r < o.compiled_repeats; ++r) {
+          row.compiled.push_back(run_worker(compiled_argv, "torch.compile peer" + tag, threads));
+        }
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -254,6 +273,8 @@ Command add_bench_amp_command(CLI::App& bench) {
   cmd->add_option("--repeats", o->repeats, "runs per side and configuration (median kept)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--peer-script", o->peer_script, "the PyTorch peer (default: bench/amp_peer.py)");
+  cmd->add_option("--compiled-repeats", o->compiled_repeats, "runs of the torch.compile'd peer (0: none)")
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--json", o->json, "where to write the results");
   // The worker: one configuration in this process (what the bench runs per run).
   cmd->add_flag("--worker", o->worker)->group("");

@@ -141,6 +141,8 @@ def main():
     p.add_argument("--warmup", type=int, required=True)
     p.add_argument("--iters", type=int, required=True, help="timed steps, at least")
     p.add_argument("--seconds", type=float, required=True, help="time steps until this much has passed")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (compilation happens in the warm-up steps, untimed)")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -150,14 +152,15 @@ def main():
     x = torch.randn(a.batch, channels, side or a.size, side or a.size)
     y = torch.randint(0, a.classes, (a.batch,))
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    forward = torch.compile(model) if a.compile else model
     rss_base = proc_status_kib("VmRSS")
     hwm_reset = reset_peak_rss()
 
     def step():
         start = time.perf_counter()
-        opt.zero_grad(set_to_none=False)  # 1.13's default, and what LibTorch's zero_grad() does
+        opt.zero_grad()  # set_to_none=True, as LibTorch 2.x's zero_grad() does
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
-            loss = F.cross_entropy(model(x), y)
+            loss = F.cross_entropy(forward(x), y)
         loss.backward()
         opt.step()
         elapsed = time.perf_counter() - start
@@ -165,11 +168,11 @@ def main():
         return elapsed
 
     losses, steps = [], []
-    for _ in range(a.warmup):
+    for _ in range(max(a.warmup, 3) if a.compile else a.warmup):
         step()
     while len(steps) < a.iters or sum(steps) < a.seconds:
         steps.append(step())
-    json.dump({"impl": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+    json.dump({"impl": "pytorch-compiled" if a.compile else "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                "params": sum(p.numel() for p in model.parameters()),
                "step_s": steps, "losses": losses,
                "rss_base_kib": rss_base, "peak_rss_kib": proc_status_kib("VmHWM"),

@@ -9,7 +9,8 @@
 #   Torch_DIR       a LibTorch's share/cmake/Torch (skips asking Python).
 # Outputs: the targets of find_package(Torch); PAISOAR_TORCH_VERSION;
 #   PAISOAR_TORCH_HAS_CUDA (ON for a CUDA build of LibTorch);
-#   PAISOAR_CUDA_WHEEL_INCLUDE_DIRS (the nvidia-* wheels' headers, CUDA only).
+#   PAISOAR_CUDA_WHEEL_INCLUDE_DIRS (the nvidia-* wheels' headers, CUDA only);
+#   PAISOAR_TORCH_LIBRARY_DIR (libtorch*.so and libc10*.so, for RPATHs).
 #
 # A CUDA wheel's TorchConfig.cmake stops unless it finds a CUDA toolkit (nvcc
 # and its headers) and cuDNN's headers, though no GPU is needed to compile:
@@ -111,4 +112,5 @@ macro(paisoar_find_torch)
   endif()
 
   find_package(Torch REQUIRED)
+  get_filename_component(PAISOAR_TORCH_LIBRARY_DIR "${Torch_DIR}/../../../lib" ABSOLUTE)
 endmacro()
