@@ -251,8 +251,8 @@ void restore_optimizer_state(torch::optim::Optimizer& optimizer, const Checkpoin
   }
   out.write("param_groups", group_archives);
 
-  // torch::optim's load() (1.13) reads the groups' options but drops them, so
-  // they are set here, after the state loaded; parsed first, so that a bad
+  // torch::optim's load() reads the groups' options but (in 1.13 at least)
+  // dropped them, so they are set here, after the state loaded; parsed first, so that a bad
   // option fails before anything changes.
   std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> options;
   for (size_t g = 0; g < groups.size(); ++g) {

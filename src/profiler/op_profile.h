@@ -1,6 +1,6 @@
 // OpProfile: LibTorch's per-op profile of a stretch of training, through the
-// legacy autograd profiler (Debian's LibTorch 1.13 has no Kineto), written as
-// a Chrome trace. Internal to StepProfiler.
+// legacy autograd profiler (which every LibTorch build has; Debian's 1.13 had
+// no Kineto), written as a Chrome trace. Internal to StepProfiler.
 #pragma once
 
 #include <memory>

@@ -51,8 +51,8 @@ struct LrScheduleOptions {
 // Resume: build the optimizer with its base lrs, then the schedule, then
 // load_state_dict() or set_step(global_step). The saved state also carries the
 // base lrs, so load_state_dict() is right even when the optimizer's restored
-// lr is the scheduled one (as after PyTorch's load_state_dict; LibTorch 1.13's
-// torch::load leaves the constructor's lr).
+// lr is the scheduled one (as after PyTorch's load_state_dict; LibTorch's
+// torch::load of an optimizer leaves the constructor's lr).
 // The optimizer must outlive the schedule; its options must implement set_lr
 // (every torch::optim and paisoar optimizer does). Add all param groups first.
 // Thread safety: none; a schedule belongs to one training thread.
