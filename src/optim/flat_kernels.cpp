@@ -28,42 +28,6 @@ double guarded(double num, double den) { return num > 0 && den > 0 ? num / den :
 }  // namespace
 
 template <typename T>
-void sgd_step(T* p, const T* g, T* s1, const std::vector<Segment>& segs, const FlatHyper& h) {
-  const T lr = h.lr, wd = h.weight_decay, m = h.momentum;
-  for_each_segment(segs, [&](const Segment& seg) {
-    T* pp = p + seg.offset;
-    const T* gg = g + seg.offset;
-    T* bb = s1 + seg.offset;
-    for (int64_t i = 0; i < seg.numel; ++i) {
-      const T d = gg[i] + wd * pp[i];
-      bb[i] = m * bb[i] + d;
-      pp[i] -= lr * (m != 0 ? bb[i] : d);
-    }
-  });
-}
-
-template <typename T>
-void adamw_step(T* p, const T* g, T* s1, T* s2, const std::vector<Segment>& segs, const FlatHyper& h) {
-  // Coefficients in double, then rounded once, as torch's kernels take them.
-  const T decay = 1 - h.lr * h.weight_decay, b1 = h.beta1, b2 = h.beta2, eps = h.eps;
-  const T a1 = 1 - h.beta1, a2 = 1 - h.beta2;
-  const T c1 = 1 - std::pow(h.beta1, h.step), sqrt_c2 = std::sqrt(1 - std::pow(h.beta2, h.step));
-  const T step_size = h.lr / c1;
-  for_each_segment(segs, [&](const Segment& seg) {
-    T* pp = p + seg.offset;
-    const T* gg = g + seg.offset;
-    T* mm = s1 + seg.offset;
-    T* vv = s2 + seg.offset;
-    for (int64_t i = 0; i < seg.numel; ++i) {
-      pp[i] *= decay;
-      mm[i] = b1 * mm[i] + a1 * gg[i];
-      vv[i] = b2 * vv[i] + a2 * gg[i] * gg[i];
-      pp[i] -= step_size * (mm[i] / (std::sqrt(vv[i]) / sqrt_c2 + eps));
-    }
-  });
-}
-
-template <typename T>
 void lars_step(T* p, const T* g, T* s1, const std::vector<Segment>& segs, const FlatHyper& h) {
   const T m = h.momentum;
   for_each_segment(segs, [&](const Segment& seg) {
@@ -128,9 +92,6 @@ void lamb_step(T* p, const T* g, T* s1, T* s2, T* scratch, const std::vector<Seg
 }
 
 #define PAISOAR_INSTANTIATE(T)                                                                  \
-  template void sgd_step<T>(T*, const T*, T*, const std::vector<Segment>&, const FlatHyper&); \
-  template void adamw_step<T>(T*, const T*, T*, T*, const std::vector<Segment>&,              \
-                              const FlatHyper&);                                              \
   template void lars_step<T>(T*, const T*, T*, const std::vector<Segment>&, const FlatHyper&); \
   template void lamb_step<T>(T*, const T*, T*, T*, T*, const std::vector<Segment>&,           \
                              const FlatHyper&);

@@ -1,6 +1,7 @@
-// Fused optimizer kernels over flat buffers: each algorithm reads and writes
-// every element once per pass (SGD, AdamW: one pass; LARS, LAMB: a pass for the
-// per-parameter norms, one for the update), parallel over parameters.
+// Fused optimizer kernels over flat buffers for the layer-wise algorithms ATen
+// has no fused kernel for: a pass for the per-parameter norms, one for the
+// update, parallel over parameters. (SGD and AdamW use ATen's _fused_sgd_ and
+// _fused_adamw_: flat_optimizer.cpp.)
 #pragma once
 
 #include <cstdint>
@@ -23,11 +24,7 @@ struct FlatHyper {
 };
 
 // T is float or double. p: parameters, g: gradients, s1/s2: optimizer state
-// (momentum or exp_avg / exp_avg_sq), scratch: a buffer of the same size (LAMB).
-template <typename T>
-void sgd_step(T* p, const T* g, T* s1, const std::vector<Segment>& segs, const FlatHyper& h);
-template <typename T>
-void adamw_step(T* p, const T* g, T* s1, T* s2, const std::vector<Segment>& segs, const FlatHyper& h);
+// (momentum, or LAMB's exp_avg / exp_avg_sq), scratch: a buffer of the same size (LAMB).
 template <typename T>
 void lars_step(T* p, const T* g, T* s1, const std::vector<Segment>& segs, const FlatHyper& h);
 template <typename T>

@@ -53,6 +53,7 @@ class FlatOptimizer : public torch::optim::Optimizer {
   const FlatOptimizerOptions& options() const;
   std::unique_ptr<FlatBuffer> flat_;
   torch::Tensor state1_, state2_;  // momentum / exp_avg, exp_avg_sq
+  torch::Tensor adam_step_;        // AdamW: the step count _fused_adamw_ reads
   torch::Tensor scratch_;          // LAMB's update before the trust ratio
   std::vector<bool> exempt_;       // per parameter: no weight decay, no trust ratio
   int64_t step_ = 0;
