@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "launch/free_port.h"
 #include "launcher_runner.h"
@@ -92,22 +94,29 @@ TEST(LaunchPython, AllreduceWhenTheLauncherInheritsUseAgentStore) {
   expect_ok(r, 1, 2);
 }
 
-TEST(LaunchPython, TwoLaunchersFormOneGroup) {
-  REQUIRE_TORCH_PYTHON();
-  // The launcher of node 0 hosts its store on P; rank 0 hosts torch's on P + 1.
+// Two launchers acting as two nodes of 2 ranks each run `script` (with
+// argument "4"): the launcher of node 0 hosts its store on P; rank 0 hosts
+// torch's on P + 1. Returns node 0's and node 1's results.
+std::pair<RunResult, RunResult> run_on_two_nodes(const std::string& script, const std::string& token) {
   const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
   std::vector<std::string> env = python_env();
-  env.push_back("PAISOAR_JOB_TOKEN=python-two-nodes");
+  env.push_back("PAISOAR_JOB_TOKEN=" + token);
   auto node = [&](int node_rank) {
     return std::vector<std::string>{"launch", "--nnodes", "2", "--node_rank",
                                     std::to_string(node_rank), "--nproc_per_node", "2",
                                     "--master_addr", "127.0.0.1", "--master_port", port,
-                                    "--omp_num_threads", "1", ALLREDUCE_CHECK, "4"};
+                                    "--omp_num_threads", "1", script, "4"};
   };
   LauncherRun node0(node(0), env);
   LauncherRun node1(node(1), env);
   RunResult r0 = node0.finish();
   RunResult r1 = node1.finish();
+  return {r0, r1};
+}
+
+TEST(LaunchPython, TwoLaunchersFormOneGroup) {
+  REQUIRE_TORCH_PYTHON();
+  const auto [r0, r1] = run_on_two_nodes(ALLREDUCE_CHECK, "python-two-nodes");
   ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
   expect_ok(r0, 0, 4);
@@ -137,19 +146,7 @@ TEST(LaunchPython, DdpScriptTrainsOnTwoRanks) {
 // The same across two launchers acting as two nodes of 2 ranks each.
 TEST(LaunchPython, DdpScriptTrainsOnTwoNodes) {
   REQUIRE_TORCH_PYTHON();
-  const std::string port = std::to_string(pick_free_port_pair("127.0.0.1"));
-  std::vector<std::string> env = python_env();
-  env.push_back("PAISOAR_JOB_TOKEN=python-ddp-two-nodes");
-  auto node = [&](int node_rank) {
-    return std::vector<std::string>{"launch", "--nnodes", "2", "--node_rank",
-                                    std::to_string(node_rank), "--nproc_per_node", "2",
-                                    "--master_addr", "127.0.0.1", "--master_port", port,
-                                    "--omp_num_threads", "1", DDP_TRAIN_CHECK, "4"};
-  };
-  LauncherRun node0(node(0), env);
-  LauncherRun node1(node(1), env);
-  RunResult r0 = node0.finish();
-  RunResult r1 = node1.finish();
+  const auto [r0, r1] = run_on_two_nodes(DDP_TRAIN_CHECK, "python-ddp-two-nodes");
   ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.out << r1.err;
   for (int rank : {0, 1}) expect_trained(r0, rank, 4);

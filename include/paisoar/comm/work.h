@@ -24,7 +24,7 @@ class Work {
   // Calling wait() again after it returned is a no-op.
   void wait();
   // True when the backend finished (wait() would not block). Never true before
-  // wait() for send and recv on Gloo: c10d 1.13's Gloo send/recv works record
+  // wait() for send and recv on Gloo: c10d's Gloo send/recv works (1.13, 2.14) record
   // completion only inside wait(). Wait on a thread of your own to act on
   // completion (the pipeline's Outbox and Inbox do).
   bool is_completed() const;
