@@ -4,6 +4,11 @@
 (16 parameter views) or in chunks: docs/BENCHMARKS.md, optimizer step.
 Run: .venv/bin/python bench/fused_kernel_split.py
 """
+import statistics
+import time
+
+import torch
+
 torch.set_num_threads(2)
 n = 8 * (1024 * 1024 + 1024)
 sizes = [1024 * 1024, 1024] * 8
