@@ -1,6 +1,6 @@
 // FlatOptimizer: SGD with momentum, AdamW, LARS or LAMB as one fused kernel
-// over flat parameter/gradient buffers (two passes for LARS/LAMB: norms, then
-// the update), with the numbers of the per-tensor optimizers
+// over flat parameter/gradient buffers (ATen's _fused_sgd_/_fused_adamw_ for
+// SGD and AdamW; ours for LARS/LAMB, two passes: norms, then the update), with the numbers of the per-tensor optimizers
 // (torch::optim::SGD/AdamW, paisoar::optim::LARS/LAMB) to float rounding.
 #pragma once
 
