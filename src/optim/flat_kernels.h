@@ -19,7 +19,7 @@ struct Segment {
 
 struct FlatHyper {
   double lr, weight_decay, momentum, beta1, beta2, eps, eta;
-  int64_t step;  // 1 for the first step (AdamW, LAMB bias correction)
+  int64_t step;  // 1 for the first step (LAMB bias correction)
   bool bias_correction;
 };
 
