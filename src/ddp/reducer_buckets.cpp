@@ -1,14 +1,14 @@
 // GradientReducer::Impl's bucket storage: gradients as plain aliases of the
 // bucket buffers, adopting gradients something else allocated, checking the
 // parameters did not change under it, and the one-time rebuild in the order
-// gradients arrived.
+// gradients arrived (rank 0's, so every rank regroups the engine the same way).
 #include <torch/torch.h>
 
 #include <stdexcept>
 
 #include "paisoar/comm/communicator.h"
-#include "src/ddp/bucket_plan.h"
 #include "src/ddp/reducer_impl.h"
+#include "src/grad/bucket_plan.h"
 #include "src/util/storage_alias.h"
 
 namespace paisoar::ddp {
@@ -36,17 +36,16 @@ void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>
       bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
       p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
     }
-    bucket.pending = bucket.members.size();
     buckets.push_back(std::move(bucket));
   }
   buckets_ = std::move(buckets);
 }
 
-void GradientReducer::Impl::adopt_gradient(size_t i) {
+bool GradientReducer::Impl::adopt(size_t i) {
   auto& p = params_[i];
   const auto& flat = buckets_[p.bucket].flat;
   const torch::Tensor& g = p.tensor.grad();
-  if (paisoar::detail::starts_at(g, flat, p.offset)) return;
+  if (paisoar::detail::starts_at(g, flat, p.offset)) return false;
   if (g.defined() && g.scalar_type() != flat.scalar_type()) {
     throw std::runtime_error("DistributedDataParallel: parameter '" + p.name +
                              "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
@@ -55,20 +54,22 @@ void GradientReducer::Impl::adopt_gradient(size_t i) {
   }
   torch::NoGradGuard no_grad;
   auto slice = flat.narrow(0, p.offset, p.tensor.numel());
-  if (g.defined()) {
-    slice.copy_(g.reshape({-1}));
-  } else {
+  const bool created = !g.defined();
+  if (created) {
     slice.zero_();
-    created_[i] = 1;
+  } else {
+    slice.copy_(g.reshape({-1}));
   }
   p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
+  return created;
 }
 
 void GradientReducer::Impl::check_parameters_unchanged() const {
-  for (const auto& p : params_) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
     const auto& flat = buckets_[p.bucket].flat;
     if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
-        torch::autograd::impl::try_get_grad_accumulator(p.tensor).get() != p.accumulator.get()) {
+        engine_->accumulator_replaced(i)) {
       throw std::runtime_error(
           "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
           "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +
@@ -78,12 +79,12 @@ void GradientReducer::Impl::check_parameters_unchanged() const {
   }
 }
 
-bool GradientReducer::Impl::rebuild_in_arrival_order() {
+bool GradientReducer::Impl::rebuild_in_arrival_order(const std::vector<size_t>& arrival) {
   rebuilt_ = true;
   // Rank 0's order, so every rank builds the same buckets; unused ones last.
   std::vector<char> seen(params_.size(), 0);
   std::vector<int64_t> order;
-  for (size_t i : arrival_) {
+  for (size_t i : arrival) {
     order.push_back(static_cast<int64_t>(i));
     seen[i] = 1;
   }
@@ -98,7 +99,7 @@ bool GradientReducer::Impl::rebuild_in_arrival_order() {
     new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
     tensors.push_back(params_[k].tensor);
   }
-  auto plan = detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
+  auto plan = grad::detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
   std::vector<std::vector<size_t>> current;
   for (const auto& b : buckets_) current.push_back(b.members);
   if (plan == current) return false;
@@ -107,6 +108,7 @@ bool GradientReducer::Impl::rebuild_in_arrival_order() {
     if (p.tensor.grad().defined()) p.tensor.mutable_grad() = p.tensor.grad().clone();
   }
   build_buckets(plan);
+  engine_->set_groups(plan);
   hook_->reset();
   return true;
 }

@@ -1,40 +1,47 @@
-// GradientReducer::Impl, shared by the two files that implement it:
-// gradient_reducer.cpp (the per-step protocol: hooks, launching, the end of
-// backward) and reducer_buckets.cpp (the bucket storage the gradients live in).
+// GradientReducer::Impl: DDP's GradientSink. The GradientEngine runs the
+// backward protocol; this holds what is DDP's own: gradients as aliases of
+// flat bucket buffers, the comm hook that averages a bucket, buffer sync, and
+// the one-time rebuild of the buckets in arrival order. Shared by
+// gradient_reducer.cpp (the per-step face) and reducer_buckets.cpp (storage).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "src/util/torch_api.h"
-
 #include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/grad/gradient_engine.h"
 
 namespace paisoar::ddp {
 
-class GradientReducer::Impl {
+class GradientReducer::Impl final : public grad::GradientSink {
  public:
   using Clock = std::chrono::steady_clock;
 
   Impl(std::shared_ptr<torch::nn::Module> module, std::shared_ptr<comm::Communicator> comm,
        DdpOptions options);
-  ~Impl();
+
+  // --- GradientSink (run by the engine, its mutex held)
+  bool adopt(size_t param) override;
+  void group_ready(size_t bucket) override;
+  void launch_remaining() override;
+  void wait_all() override;
+  void drain() noexcept override;
+  void unused_everywhere(size_t param, bool created) override;
+  void synchronised(const std::vector<size_t>& arrival) override;
+  void end_backward(bool synchronised) noexcept override;
 
   void pre_forward();
-  void post_forward(const std::vector<torch::Tensor>& outputs);
-  void on_gradient(size_t index);
-  void finalize();
+  // Throws if a parameter changed dtype/device or lost its accumulator (the
+  // hooks would silently never fire).
+  void check_parameters_unchanged() const;
 
   struct Param {
     torch::Tensor tensor;
     std::string name;
-    paisoar::detail::NodePtr accumulator;
-    uintptr_t hook_key = 0;
     size_t bucket = 0;
     int64_t offset = 0;  // element offset in its bucket
   };
@@ -42,30 +49,15 @@ class GradientReducer::Impl {
     std::vector<size_t> members;
     BucketLayout layout;
     torch::Tensor flat;
-    size_t pending = 0;
+    bool ready = false;          // every gradient in, in this backward
     Clock::time_point launched;  // this step's launch, for ReducerStats::bucket_spans
   };
 
   void build_buckets(const std::vector<std::vector<size_t>>& plan);
-  // Makes parameter i's gradient the alias of its bucket slice (copying a
-  // gradient something else allocated, zeroing an undefined one).
-  void adopt_gradient(size_t i);
+  // Launches the ready buckets that follow the last launched one (the same
+  // order on every rank).
   void launch_ready_buckets();
-  // Marks the parameters post_forward found unreachable as ready (at the first
-  // gradient of backward, so nothing is launched before backward starts).
-  void mark_unused_ready();
-  // Records the first error of this backward; finalize raises it on every rank
-  // after all collectives ran, so no rank is left waiting.
-  void record_error(const std::string& message);
-  // Forgets this backward's progress (not the usage counts of no_sync passes).
-  void reset_iteration();
-  // Waits for buckets a failed backward launched, so later collectives pair up.
-  void drain_launched_buckets();
-  // Throws if a parameter changed dtype/device or lost its accumulator (the
-  // hooks would silently never fire).
-  void check_parameters_unchanged() const;
-  void check_everyone_used_everything(const torch::Tensor& used_counts);
-  bool rebuild_in_arrival_order();
+  bool rebuild_in_arrival_order(const std::vector<size_t>& arrival);
 
   std::shared_ptr<torch::nn::Module> module_;
   std::shared_ptr<comm::Communicator> comm_;
@@ -75,25 +67,12 @@ class GradientReducer::Impl {
   std::vector<torch::Tensor> buffers_;
   std::vector<Bucket> buckets_;
   std::unique_ptr<CommHook> hook_;
-
-  // Per-iteration state, owned by the thread running forward and backward;
-  // mutex_ guards it against autograd engine threads (CUDA device threads).
-  std::mutex mutex_;
-  bool sync_ = true;
-  bool armed_ = false;           // the coming backward must be synchronised
-  bool local_pass_ = false;      // the coming backward accumulates locally (no_sync)
-  bool finished_ = false;        // this forward's synchronised backward is done
-  bool callback_queued_ = false;
-  size_t next_bucket_ = 0;       // first bucket not launched yet
-  std::vector<char> ready_;      // gradient in (or known unused)
-  std::vector<char> unused_;     // not reachable from forward's outputs
-  std::vector<char> used_;       // gradient produced since the last sync (no_sync passes too)
-  std::vector<char> created_;    // gradient was undefined and zero-filled since the last sync
-  std::vector<size_t> arrival_;  // hook order, for the rebuild
-  std::string error_;            // first error of this backward
+  size_t next_bucket_ = 0;  // first bucket not launched in this backward
   bool rebuilt_ = false;
-  Clock::time_point first_ready_;
-  ReducerStats stats_;
+  ReducerStats stats_;      // of the last synchronised backward
+  ReducerStats building_;   // of the running one
+  // Last: its hooks are removed before the buckets they write into go.
+  std::unique_ptr<grad::GradientEngine> engine_;
 };
 
 }  // namespace paisoar::ddp

@@ -1,7 +1,9 @@
 // ZeroOptimizer::Impl, shared by the files that implement it:
 // zero_optimizer.cpp (construction, the shard, step, memory),
-// grad_sharding.cpp (backward hooks, reduce-scatter per unit, end of backward)
+// grad_sharding.cpp (the GradientSink: unit buffers, reduce-scatter per unit)
 // and param_gather.cpp (stage 3: gathering and freeing layer parameters).
+// The backward protocol itself (hooks, readiness, the end-of-backward
+// agreement across ranks) is the GradientEngine's, as for DDP.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,20 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "src/util/torch_api.h"
-
 #include "paisoar/comm/work.h"
+#include "paisoar/grad/gradient_engine.h"
 #include "paisoar/zero/zero_optimizer.h"
 
 namespace paisoar::zero {
 
-class ZeroOptimizer::Impl {
+class ZeroOptimizer::Impl final : public grad::GradientSink {
  public:
   struct Param {
     torch::Tensor tensor;
     std::string name;
-    paisoar::detail::NodePtr accumulator;
-    uintptr_t hook_key = 0;
   };
   // One unit: a flat buffer of its parameters (model dtype), padded to a
   // multiple of the world size; this rank owns elements [rank*chunk, (rank+1)*chunk).
@@ -35,7 +34,7 @@ class ZeroOptimizer::Impl {
     torch::Tensor master;      // fp32 chunk the optimizer updates (may alias `full`)
     torch::Tensor grad_chunk;  // fp32 averaged gradient chunk (may alias `full_grad`)
     torch::Tensor reduced;     // reduce-scatter output when it cannot be grad_chunk
-    size_t pending = 0;        // gradients not in yet in this backward
+    bool ready = false;        // every gradient in, in this synchronised backward
     comm::Work reduce_work;
     comm::Work gather_work;
     bool gathered = false;     // stage 3: `full` holds the parameters
@@ -54,12 +53,15 @@ class ZeroOptimizer::Impl {
   bool chunk_aliases_grad() const;
   torch::Tensor own_chunk(const torch::Tensor& full) const;
 
-  // --- gradients (grad_sharding.cpp)
-  void install_hooks();
-  void on_gradient(size_t index);
-  // Makes param i's gradient the alias of its slice of the unit's full_grad,
-  // allocating full_grad (zeros) when the unit has none.
-  void adopt_gradient(size_t i);
+  // --- gradients (grad_sharding.cpp): the GradientSink, run by the engine with its mutex held
+  void start_engine();
+  bool adopt(size_t param) override;
+  void group_ready(size_t unit) override;
+  void local_group_done(size_t unit) override;
+  void launch_remaining() override;
+  void wait_all() override;
+  void drain() noexcept override;
+  void end_backward(bool synchronised) noexcept override;
   void ensure_full_grad(size_t u);
   void launch_ready_units();
   void launch_reduce(size_t u);
@@ -67,9 +69,7 @@ class ZeroOptimizer::Impl {
   // the averaged chunk; stage 1 also zeroes the other chunks, stages 2-3
   // release the unit's full gradient buffer.
   void complete_reduce(size_t u);
-  void finalize();
   void release_full_grads();
-  void reset_iteration();
 
   // --- parameters (zero_optimizer.cpp for 1-2, param_gather.cpp for 3)
   void publish();
@@ -97,14 +97,13 @@ class ZeroOptimizer::Impl {
   std::vector<ShardParam> shard_;
   std::unique_ptr<torch::optim::Optimizer> inner_;
 
-  // Per-backward state; mutex_ guards it against autograd's threads.
+  // Stage 3's gather state, against autograd's threads (lock order: the
+  // engine's mutex, then this one).
   std::mutex mutex_;
-  bool sync_ = true;
-  bool callback_queued_ = false;
-  size_t next_launch_ = 0;       // position in order_ of the first unit not launched
-  size_t next_complete_ = 0;     // position in order_ of the first unit not completed
-  std::vector<char> ready_;
-  std::string error_;
+  size_t next_launch_ = 0;    // position in order_ of the first unit not launched
+  size_t next_complete_ = 0;  // position in order_ of the first unit not completed
+  // Last: its hooks are removed before the units they write into go.
+  std::unique_ptr<grad::GradientEngine> engine_;
 };
 
 }  // namespace paisoar::zero

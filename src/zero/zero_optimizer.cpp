@@ -10,8 +10,8 @@
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/zero/layer_list.h"
-#include "src/ddp/bucket_plan.h"
-#include "src/ddp/model_sync.h"
+#include "src/grad/bucket_plan.h"
+#include "src/grad/model_sync.h"
 #include "src/util/storage_alias.h"
 #include "src/zero/zero_impl.h"
 
@@ -51,17 +51,17 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), "ZeroOptimizer: parameter '", name,
                 "' is not floating point");
   }
-  ddp::detail::check_same_tensors(*comm_, "parameter", named);
-  ddp::detail::check_same_tensors(*comm_, "buffer", buffers);
+  grad::detail::check_same_tensors(*comm_, "parameter", named);
+  grad::detail::check_same_tensors(*comm_, "buffer", buffers);
   std::vector<torch::Tensor> all;
   for (const auto& [name, t] : named) {
-    params_.push_back({t, name, nullptr, 0});
+    params_.push_back({t, name});
     names_.push_back(name);
     shapes_.push_back(t.sizes().vec());
     all.push_back(t);
   }
   for (const auto& [name, t] : buffers) all.push_back(t);
-  ddp::detail::broadcast_tensors(*comm_, all, /*root=*/0);
+  grad::detail::broadcast_tensors(*comm_, all, /*root=*/0);
 
   std::vector<int64_t> numels;
   for (const auto& p : params_) numels.push_back(p.tensor.numel());
@@ -74,9 +74,7 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
   }
   build_units();
   build_shard(factory);
-  ready_.assign(params_.size(), 0);
-  reset_iteration();
-  install_hooks();
+  start_engine();
   if (options_.stage == 3) {
     auto* layers = dynamic_cast<LayerListImpl*>(model_.get());
     layers->attach(this);
@@ -116,7 +114,7 @@ std::vector<std::vector<size_t>> ZeroOptimizer::Impl::plan_units() const {
     tensors.push_back(params_[i].tensor);
     order.push_back(params_.size() - 1 - i);  // gradients of the last layers come first
   }
-  return ddp::detail::plan_buckets(tensors, order,
+  return grad::detail::plan_buckets(tensors, order,
                                    static_cast<int64_t>(options_.first_bucket_mb * 1024 * 1024),
                                    static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024));
 }
@@ -222,9 +220,6 @@ void ZeroOptimizer::Impl::publish() {
 }
 
 ZeroOptimizer::Impl::~Impl() {
-  for (auto& p : params_) {
-    if (p.accumulator) p.accumulator->del_post_hook(p.hook_key);
-  }
   if (options_.stage == 3) {
     if (auto* layers = dynamic_cast<LayerListImpl*>(model_.get())) layers->attach(nullptr);
   }
@@ -256,8 +251,8 @@ torch::Tensor ZeroOptimizer::step(LossClosure closure) {
 }
 
 void ZeroOptimizer::zero_grad() {
+  impl_->engine_->begin_forward();  // forgets a backward an exception interrupted
   torch::NoGradGuard no_grad;
-  std::lock_guard<std::mutex> lock(impl_->mutex_);
   for (auto& unit : impl_->units_) {
     if (unit.full_grad.defined()) unit.full_grad.zero_();
     unit.grad_chunk.zero_();
@@ -265,15 +260,9 @@ void ZeroOptimizer::zero_grad() {
   if (impl_->options_.stage >= 2) impl_->release_full_grads();
 }
 
-ZeroOptimizer::NoSync::NoSync(ZeroOptimizer& z) : z_(z), prev_(z.sync()) { z_.set_sync(false); }
-ZeroOptimizer::NoSync::~NoSync() { z_.set_sync(prev_); }
+void ZeroOptimizer::set_sync(bool on) { impl_->engine_->set_sync(on); }
 
-void ZeroOptimizer::set_sync(bool on) {
-  std::lock_guard<std::mutex> lock(impl_->mutex_);
-  impl_->sync_ = on;
-}
-
-bool ZeroOptimizer::sync() const { return impl_->sync_; }
+bool ZeroOptimizer::sync() const { return impl_->engine_->sync(); }
 
 double ZeroOptimizer::clip_grad_norm_(double max_norm, optim::ClipGradNormOptions options) {
   options.comm = impl_->comm_;

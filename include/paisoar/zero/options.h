@@ -21,6 +21,10 @@ struct ZeroOptions {
   // communicator's receive buffer freed) before another is launched, so a
   // step never holds every unit's full gradients at once.
   int max_inflight_units = 2;
+  // The model's forward may leave parameters out of the loss: their gradient
+  // counts as zero. false: a parameter without a gradient in a synchronised
+  // backward is an error on every rank (DdpOptions has the same switch).
+  bool find_unused_parameters = false;
   // Stage 3: gather the next layer's parameters while this one computes.
   bool prefetch = true;
   // Print the one-line note that a 1-rank ZeRO saves no memory.

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/grad/no_sync.h"
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/zero/memory_bytes.h"
 #include "paisoar/zero/options.h"
@@ -81,17 +82,7 @@ class ZeroOptimizer : public torch::optim::Optimizer {
 
   // Gradient accumulation: while the guard lives, backward only accumulates
   // full local gradients; the next backward without it averages the sum.
-  class NoSync {
-   public:
-    explicit NoSync(ZeroOptimizer& z);
-    ~NoSync();
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-
-   private:
-    ZeroOptimizer& z_;
-    bool prev_;
-  };
+  using NoSync = grad::NoSync<ZeroOptimizer>;
   NoSync no_sync() { return NoSync(*this); }
   void set_sync(bool on);
   bool sync() const;

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "paisoar/comm/communicator.h"
@@ -35,8 +36,7 @@ const char* to_string(Compression compression) {
 std::unique_ptr<CommHook> make_comm_hook(const DdpOptions& options,
                                          std::shared_ptr<comm::Communicator> comm) {
   if (options.hierarchical && options.compression.type == Compression::None && comm->size() > 1) {
-    const int per_node = options.ranks_per_node > 0 ? options.ranks_per_node
-                                                    : comm::rank_info_from_env().local_world_size;
+    const int per_node = std::max(1, options.ranks_per_node);
     // Every rank must take the same branch (the hierarchical hook forms groups,
     // a collective): agree on the smallest and largest ranks-per-node.
     torch::Tensor range = torch::tensor({per_node, -per_node}, torch::kInt32);

@@ -1,13 +1,13 @@
 // plan_buckets: greedy filling in gradient-ready order, one open bucket per
 // (dtype, device), as torch's compute_bucket_assignment_by_size does.
-#include "src/ddp/bucket_plan.h"
+#include "src/grad/bucket_plan.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 
-namespace paisoar::ddp::detail {
+namespace paisoar::grad::detail {
 
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
                                               const std::vector<size_t>& order,
@@ -43,4 +43,4 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& 
   return buckets;
 }
 
-}  // namespace paisoar::ddp::detail
+}  // namespace paisoar::grad::detail

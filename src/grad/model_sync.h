@@ -13,7 +13,7 @@ namespace paisoar::comm {
 class Communicator;
 }
 
-namespace paisoar::ddp::detail {
+namespace paisoar::grad::detail {
 
 // Collective. Throws std::runtime_error on every rank when some rank's list of
 // (name, tensor) differs from rank 0's, naming the first difference: e.g.
@@ -26,4 +26,4 @@ void check_same_tensors(comm::Communicator& comm, const std::string& what,
 void broadcast_tensors(comm::Communicator& comm, const std::vector<torch::Tensor>& tensors,
                        int root = 0);
 
-}  // namespace paisoar::ddp::detail
+}  // namespace paisoar::grad::detail

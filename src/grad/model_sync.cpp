@@ -1,6 +1,6 @@
 // check_same_tensors: every rank's (name, dtype, shape) list allgathered and
 // compared with rank 0's. broadcast_tensors: one flat broadcast per dtype.
-#include "src/ddp/model_sync.h"
+#include "src/grad/model_sync.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 
 #include "paisoar/comm/communicator.h"
 
-namespace paisoar::ddp::detail {
+namespace paisoar::grad::detail {
 namespace {
 
 struct Entry {
@@ -118,4 +118,4 @@ void broadcast_tensors(comm::Communicator& comm, const std::vector<torch::Tensor
   }
 }
 
-}  // namespace paisoar::ddp::detail
+}  // namespace paisoar::grad::detail

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace paisoar::ddp::detail {
+namespace paisoar::grad::detail {
 
 // Returns buckets of parameter indices. `order` lists every index of `params`
 // once, earliest-ready first; each bucket holds one dtype and device, its
@@ -17,4 +17,4 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& 
                                               const std::vector<size_t>& order,
                                               int64_t first_cap_bytes, int64_t cap_bytes);
 
-}  // namespace paisoar::ddp::detail
+}  // namespace paisoar::grad::detail
