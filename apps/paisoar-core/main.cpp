@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "apps/paisoar-core/commands.h"
+#include "paisoar/comm/env.h"
 #include "paisoar/version.h"
+#include "src/util/fault_point.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"paisoar: training acceleration for LibTorch"};
@@ -27,6 +29,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    // The edge: a test's fault injection (PAISOAR_TEST_FAULT) is read here, once.
+    paisoar::util::install_fault_injector(paisoar::util::fault_injector_from_env(paisoar::comm::process_env()));
     if (app.got_subcommand("demo")) return demo(argc, argv);
     if (app.got_subcommand("train")) return train(argc, argv);
     if (app.got_subcommand("convert")) return convert(argc, argv);

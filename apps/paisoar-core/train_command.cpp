@@ -13,6 +13,8 @@
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
 #include "paisoar/train/device_choice.h"
+#include "paisoar/train/run_environment.h"
+#include "src/util/fault_point.h"
 
 namespace paisoar::app {
 namespace {
@@ -50,9 +52,14 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
     std::fprintf(stderr, "paisoar train: %s\n", e.what());
     return 2;
   }
+  // The edge: the environment is read here, once, and passed down.
+  const comm::EnvMap env = comm::process_env();
   auto comm = comm::Communicator::from_env();
-  train::Trainer trainer(config, comm);
+  train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
   train::TrainTask task = train::make_task(config, trainer.tensor_group());
+  // Test-only: PAISOAR_TEST_FAULT=train.step:<k> kills the rank after step k
+  // (src/util/fault_point.h; paisoar-core installed the injector at start).
+  task.on_step = [](int64_t step) { util::fault_point("train.step", step); };
   task.model->to(device);  // the pipeline's layers are its modules, so they move too
   trainer.fit(task);
   return 0;

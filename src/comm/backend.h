@@ -17,7 +17,9 @@ namespace paisoar::comm::detail {
 
 // The Gloo transport device bound to `address`, or to the interface named by
 // GLOO_SOCKET_IFNAME when that is set.
-std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& address);
+// The interface named `ifname` when not empty, else the one with `address`.
+std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& address,
+                                                            const std::string& ifname);
 
 C10dGroupPtr make_gloo_group(const C10dStorePtr& store, int rank, int size,
                              std::chrono::milliseconds timeout,

@@ -1,16 +1,13 @@
 // Gloo process groups: CPU collectives over TCP, always built.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include <cstdlib>
-
 #include "src/comm/backend.h"
 
 namespace paisoar::comm::detail {
 
-std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& address) {
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    return ::c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  }
+std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& address,
+                                                            const std::string& ifname) {
+  if (!ifname.empty()) return ::c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   return ::c10d::ProcessGroupGloo::createDeviceForHostname(address);
 }
 

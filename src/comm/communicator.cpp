@@ -46,15 +46,6 @@ std::string GroupState::describe(const std::string& op) const {
 
 }  // namespace detail
 
-namespace {
-
-bool env_flag(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value && std::string(value) != "0";
-}
-
-}  // namespace
-
 Communicator::Communicator(std::unique_ptr<detail::GroupState> state)
     : state_(std::move(state)) {}
 
@@ -76,12 +67,8 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
   state->name = "world";
   for (int r = 0; r < size; ++r) state->global_ranks.push_back(r);
   state->options = options;
-  if (env_flag("PAISOAR_CHECK_COLLECTIVES")) state->options.check_collectives = true;
-  if (const char* seg = std::getenv("PAISOAR_SEGMENT_BYTES"); seg && *seg) {
-    state->options.segment_bytes = std::atoll(seg);
-  }
   if (state->options.segment_bytes < 1024) {
-    throw std::invalid_argument("segment_bytes (PAISOAR_SEGMENT_BYTES) is " +
+    throw std::invalid_argument("CommOptions::segment_bytes (PAISOAR_SEGMENT_BYTES) is " +
                                 std::to_string(state->options.segment_bytes) +
                                 ": use at least 1024 bytes (default 1 MiB)");
   }
@@ -93,7 +80,7 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
                             ? "127.0.0.1"
                             : detail::local_address_towards(store_host, store.port());
   try {
-    state->gloo_device = detail::make_gloo_device(address);
+    state->gloo_device = detail::make_gloo_device(address, options.socket_ifname);
     state->gloo = detail::make_gloo_group(state->store.impl()->store, rank, size,
                                           state->options.timeout, state->gloo_device);
   } catch (const std::exception& e) {
@@ -107,8 +94,10 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
   return std::shared_ptr<Communicator>(new Communicator(std::move(state)));
 }
 
-std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& options) {
-  RankInfo info = rank_info_from_env();
+std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& base) {
+  const EnvMap env = process_env();
+  const RankInfo info = rank_info_from_env(env);
+  const CommOptions options = comm_options_from_env(env, base);
   // A single rank needs no rendezvous (and must not take the master port).
   if (info.world_size == 1) return create(Store::hash(), 0, 1, options);
   // Under `paisoar launch` every rank is a client of the launcher's store,

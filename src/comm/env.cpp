@@ -1,5 +1,6 @@
 // rank_info_from_env: the job layout from torchrun/`paisoar launch`, Slurm or
-// Open MPI variables, validated with errors that name the variable.
+// Open MPI variables, validated with errors that name the variable;
+// comm_options_from_env: the CommOptions the environment overrides.
 #include "paisoar/comm/env.h"
 
 #include <cstdlib>
@@ -171,5 +172,14 @@ EnvMap process_env() {
 }
 
 RankInfo rank_info_from_env() { return rank_info_from_env(process_env()); }
+
+CommOptions comm_options_from_env(const EnvMap& env, CommOptions options) {
+  if (const std::string* check = find(env, "PAISOAR_CHECK_COLLECTIVES")) {
+    if (*check != "0") options.check_collectives = true;
+  }
+  if (find(env, "PAISOAR_SEGMENT_BYTES")) options.segment_bytes = parse_int(env, "PAISOAR_SEGMENT_BYTES");
+  if (const std::string* ifname = find(env, "GLOO_SOCKET_IFNAME")) options.socket_ifname = *ifname;
+  return options;
+}
 
 }  // namespace paisoar::comm

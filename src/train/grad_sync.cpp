@@ -14,8 +14,8 @@
 namespace paisoar::train {
 
 GradSync::GradSync(const TrainConfig& config, std::shared_ptr<torch::nn::Module> model,
-                   std::shared_ptr<comm::Communicator> comm, double lr)
-    : config_(config), model_(std::move(model)), comm_(std::move(comm)) {
+                   std::shared_ptr<comm::Communicator> comm, double lr, int ranks_per_node)
+    : config_(config), model_(std::move(model)), comm_(std::move(comm)), ranks_per_node_(ranks_per_node) {
   if (config_.zero.stage == 0) {
     optimizer_ = make_optimizer(config_.optimizer, model_->parameters(), lr);
     return;
@@ -49,6 +49,7 @@ void GradSync::start() {
   o.bucket_cap_mb = config_.distributed.bucket_cap_mb;
   o.overlap = config_.distributed.overlap;
   o.compression.type = ddp::parse_compression(config_.distributed.compression);
+  o.ranks_per_node = ranks_per_node_;
   reducer_ = std::make_unique<ddp::GradientReducer>(model_, comm_, o);
 }
 

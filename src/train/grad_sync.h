@@ -36,8 +36,10 @@ class GradSync {
   // Builds the optimizer. With ZeRO this is collective: the ZeroOptimizer
   // broadcasts rank 0's weights and shards them (restore a checkpoint after).
   // Throws ConfigError for ZeRO stage 3 on a model that is not a zero::LayerList.
+  // `ranks_per_node`: ranks on one node (RunEnvironment), for DDP's
+  // hierarchical averaging across nodes.
   GradSync(const TrainConfig& config, std::shared_ptr<torch::nn::Module> model,
-           std::shared_ptr<comm::Communicator> comm, double lr);
+           std::shared_ptr<comm::Communicator> comm, double lr, int ranks_per_node = 1);
   ~GradSync();
 
   // Collective. DDP: builds the reducer, which broadcasts rank 0's (restored)
@@ -73,6 +75,7 @@ class GradSync {
   TrainConfig config_;
   std::shared_ptr<torch::nn::Module> model_;
   std::shared_ptr<comm::Communicator> comm_;
+  int ranks_per_node_ = 1;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   zero::ZeroOptimizer* zero_ = nullptr;  // optimizer_, when ZeRO
   std::unique_ptr<ddp::GradientReducer> reducer_;

@@ -39,7 +39,6 @@
 #include "src/train/stage_plan.h"
 #include "src/train/trainer_evaluate.h"
 #include "src/train/trainer_checkpoint.h"
-#include "src/util/fault_point.h"
 #include "src/util/heartbeat.h"
 
 namespace paisoar::train {
@@ -92,8 +91,8 @@ std::string fast_precision_on(c10::DeviceType device) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm)
-    : config_(std::move(config)), comm_(std::move(comm)) {
+Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm, RunEnvironment run)
+    : config_(std::move(config)), comm_(std::move(comm)), run_(std::move(run)) {
   if (!comm_) throw std::invalid_argument("Trainer: the communicator is null");
   validate(config_, comm_->size());
   const parallel::ParallelLayout layout = parallel_layout(config_, comm_->size());
@@ -181,7 +180,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
                  pipe_options);
     stage_model = pipe->module().ptr();
   }
-  GradSync sync(c, stage_model, data_comm, lr);  // ZeRO: collective, shards the model now
+  GradSync sync(c, stage_model, data_comm, lr, run_.job.local_world_size);  // ZeRO: collective, shards the model now
   if (mesh_) {
     // One replica's gradients are spread over its stages and tensor shards.
     SplitModelNorm norm{mesh_->model_group(), comm_, {}};
@@ -297,7 +296,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
   int64_t evaluated_at = -1;
   bool stop = false;  // eval.stop_at_target and the target was reached
   comm::ProgressBoard progress(comm_);  // names the ranks behind when a collective times out
-  util::Heartbeat heartbeat;            // for the launcher's watchdog (--heartbeat_timeout)
+  util::Heartbeat heartbeat(run_.heartbeat_file);  // for the launcher's watchdog (--heartbeat_timeout)
   EvalRole eval_role;
   eval_role.index = data_rank;
   eval_role.count = data_world;
@@ -434,7 +433,6 @@ TrainResult Trainer::fit(const TrainTask& task) {
           saved_step = step;
         }
         if (task.on_step) task.on_step(step);
-        util::fault_point("train.step", step);  // test-only: PAISOAR_TEST_FAULT=train.step:<k> kills here
         const bool epoch_end = i + 1 == steps_per_epoch || step == total_steps;
         if (report.step_done(step, epoch_end)) {
           const double elapsed = seconds_since(epoch_start) - (eval_seconds - epoch_eval_start);

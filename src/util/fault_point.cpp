@@ -1,30 +1,65 @@
-// fault_point: parse PAISOAR_TEST_FAULT on each call (tests set it after the
-// process started) and raise SIGKILL, which nothing can catch or clean up after.
+// Fault points: the installed injector, KillAtPoint (SIGKILL, which nothing
+// can catch or clean up after), and the environment's spec parsed at the edge.
 #include "src/util/fault_point.h"
 
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
+#include <stdexcept>
 
 namespace paisoar::util {
+namespace {
 
-void fault_point(const char* point, int64_t index) {
-  const char* wanted = std::getenv("PAISOAR_TEST_FAULT");
-  if (wanted == nullptr) return;
-  const std::string spec = wanted;
-  const size_t colon = spec.find(':');
-  if (spec.compare(0, colon, point) != 0) return;
-  if (colon != std::string::npos && spec.substr(colon + 1) != std::to_string(index)) return;
-  const char* restart = std::getenv("PAISOAR_RESTART_COUNT");
-  if (restart != nullptr && std::strcmp(restart, "0") != 0) return;
-  const char* rank = std::getenv("PAISOAR_TEST_FAULT_RANK");
-  const char* my_rank = std::getenv("RANK");
-  if (rank != nullptr && (my_rank == nullptr || std::strcmp(rank, my_rank) != 0)) return;
+std::unique_ptr<FaultInjector>& installed() {
+  static std::unique_ptr<FaultInjector> injector;
+  return injector;
+}
+
+const std::string* find(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+KillAtPoint::KillAtPoint(std::string point, std::optional<int64_t> index)
+    : point_(std::move(point)), index_(index) {}
+
+void KillAtPoint::reached(const char* point, int64_t index) {
+  if (point_ != point || (index_ && *index_ != index)) return;
   ::kill(::getpid(), SIGKILL);
   ::pause();  // SIGKILL is delivered before kill() returns; never reached
+}
+
+std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::string, std::string>& env) {
+  const std::string* spec = find(env, "PAISOAR_TEST_FAULT");
+  if (!spec || spec->empty()) return nullptr;
+  const std::string* restart = find(env, "PAISOAR_RESTART_COUNT");
+  if (restart && *restart != "0") return nullptr;
+  const std::string* rank = find(env, "PAISOAR_TEST_FAULT_RANK");
+  const std::string* my_rank = find(env, "RANK");
+  if (rank && (!my_rank || *rank != *my_rank)) return nullptr;
+  const size_t colon = spec->find(':');
+  std::optional<int64_t> index;
+  if (colon != std::string::npos) {
+    const std::string text = spec->substr(colon + 1);
+    size_t used = 0;
+    try {
+      index = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size()) {
+      throw std::invalid_argument("PAISOAR_TEST_FAULT='" + *spec + "': the index after ':' must be an integer");
+    }
+  }
+  return std::make_unique<KillAtPoint>(spec->substr(0, colon), index);
+}
+
+void install_fault_injector(std::unique_ptr<FaultInjector> injector) { installed() = std::move(injector); }
+
+void fault_point(const char* point, int64_t index) {
+  if (FaultInjector* injector = installed().get()) injector->reached(point, index);
 }
 
 }  // namespace paisoar::util

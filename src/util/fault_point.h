@@ -1,19 +1,50 @@
-// Test-only fault injection: a named point in the code where a test can make
-// the process die as abruptly as a crash, an OOM kill or a power cut would, to
-// check that what was on disk stays usable. Inert unless the environment asks:
-//   PAISOAR_TEST_FAULT=<point>[:<index>]  the point to kill at (SIGKILL), and
-//                                         the index it must be reached with
-//   PAISOAR_TEST_FAULT_RANK=<r>           only on the process whose RANK is r
-// It never fires after a restart (PAISOAR_RESTART_COUNT other than 0), so a
-// relaunched job runs through. Points: see docs/CHECKPOINT.md and docs/TRAIN.md.
+// Test-only fault injection: named points in the code (a checkpoint file
+// created, written, synced, renamed; a training step done) where a test can
+// make the process die as abruptly as a crash, an OOM kill or a power cut
+// would, to check that what was on disk stays usable. Inert unless the edge
+// (a test, or an app reading the environment) installs a FaultInjector.
+// Points: see docs/CHECKPOINT.md and docs/TRAIN.md.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace paisoar::util {
 
-// Kills this process with SIGKILL if the environment names `point` (and
-// `index`, when it gives one). Costs two getenv calls otherwise.
+// Called at every fault point; decides whether to fail there.
+class FaultInjector {
+ public:
+  virtual ~FaultInjector() = default;
+  virtual void reached(const char* point, int64_t index) = 0;
+};
+
+// Kills the process with SIGKILL at `point` (and `index`, when given):
+// nothing can catch it or clean up after it.
+class KillAtPoint : public FaultInjector {
+ public:
+  KillAtPoint(std::string point, std::optional<int64_t> index = std::nullopt);
+  void reached(const char* point, int64_t index) override;
+
+ private:
+  std::string point_;
+  std::optional<int64_t> index_;
+};
+
+// The injector the environment asks for, or null:
+//   PAISOAR_TEST_FAULT=<point>[:<index>]  the point to kill at, and the index
+//   PAISOAR_TEST_FAULT_RANK=<r>           only on the process whose RANK is r
+// None after a restart (PAISOAR_RESTART_COUNT other than 0), so a relaunched
+// job runs through. Throws std::invalid_argument for a malformed index.
+std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::string, std::string>& env);
+
+// The process's injector (null: none). Installed once at the edge, before
+// any thread that reaches a fault point starts; not changed while they run.
+void install_fault_injector(std::unique_ptr<FaultInjector> injector);
+
+// Asks the installed injector, if any; one pointer test otherwise.
 void fault_point(const char* point, int64_t index);
 
 }  // namespace paisoar::util

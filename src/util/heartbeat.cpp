@@ -6,13 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <utility>
 
 namespace paisoar::util {
 
-Heartbeat::Heartbeat() {
-  if (const char* path = std::getenv("PAISOAR_HEARTBEAT_FILE")) path_ = path;
-}
+Heartbeat::Heartbeat(std::string path) : path_(std::move(path)) {}
 
 void Heartbeat::beat() {
   if (path_.empty()) return;

@@ -8,6 +8,7 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/checkpoint/safetensors.h"
 
+#include "src/util/fault_point.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 namespace paisoar::checkpoint {
 namespace {
@@ -82,9 +84,7 @@ TEST(CheckpointFaults, KillDuringASaveKeepsThePreviousCheckpoint) {
     EXPECT_EXIT(
         {
           CheckpointManager manager(options_for(ckpt));  // its write probe is before the fault is armed
-          ::setenv("PAISOAR_TEST_FAULT", c.fault.c_str(), 1);
-          ::unsetenv("PAISOAR_TEST_FAULT_RANK");
-          ::unsetenv("PAISOAR_RESTART_COUNT");
+          util::install_fault_injector(util::fault_injector_from_env({{"PAISOAR_TEST_FAULT", c.fault}}));
           manager.save(2, state_at(2));
           std::_Exit(0);  // reached only if the fault did not fire
         },
@@ -103,23 +103,38 @@ TEST(CheckpointFaults, KillDuringASaveKeepsThePreviousCheckpoint) {
   }
 }
 
-TEST(CheckpointFaults, FaultPointIsInertAfterARestartAndOnOtherRanks) {
+TEST(CheckpointFaults, TheEnvironmentsFaultIsInertAfterARestartAndOnOtherRanks) {
+  using Env = std::map<std::string, std::string>;
+  const std::string fault = "atomic_file.synced";
+  EXPECT_EQ(util::fault_injector_from_env(Env{}), nullptr);
+  EXPECT_NE(util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", fault}}), nullptr);
+  EXPECT_NE(util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", fault}, {"PAISOAR_RESTART_COUNT", "0"}}),
+            nullptr);
+  EXPECT_EQ(util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", fault}, {"PAISOAR_RESTART_COUNT", "1"}}),
+            nullptr);
+  EXPECT_EQ(util::fault_injector_from_env(
+                Env{{"PAISOAR_TEST_FAULT", fault}, {"PAISOAR_TEST_FAULT_RANK", "1"}, {"RANK", "0"}}),
+            nullptr);
+  EXPECT_NE(util::fault_injector_from_env(
+                Env{{"PAISOAR_TEST_FAULT", fault}, {"PAISOAR_TEST_FAULT_RANK", "1"}, {"RANK", "1"}}),
+            nullptr);
+  paisoar::testing::expect_error_of<std::invalid_argument>(
+      [] { util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", "train.step:five"}}); },
+      {"PAISOAR_TEST_FAULT='train.step:five'", "must be an integer"});
+}
+
+TEST(CheckpointFaults, AnInjectorAtAnotherIndexLetsTheSaveThrough) {
   ::testing::FLAGS_gtest_death_test_style = "fast";
   TempDir dir("ckpt_kill");
   EXPECT_EXIT(
       {
         CheckpointManager manager(options_for(dir / "a"));
-        ::setenv("PAISOAR_TEST_FAULT", "atomic_file.synced", 1);
-        ::setenv("PAISOAR_RESTART_COUNT", "1", 1);
+        util::install_fault_injector(std::make_unique<util::KillAtPoint>("atomic_file.written", -5));
         manager.save(1, state_at(1));
-        ::setenv("PAISOAR_RESTART_COUNT", "0", 1);
-        ::setenv("PAISOAR_TEST_FAULT_RANK", "1", 1);
-        ::setenv("RANK", "0", 1);
-        manager.save(2, state_at(2));
         std::_Exit(7);
       },
       ::testing::ExitedWithCode(7), "");
-  EXPECT_EQ(CheckpointManager(options_for(dir / "a")).list().size(), 2u);
+  EXPECT_EQ(CheckpointManager(options_for(dir / "a")).list().size(), 1u);
 }
 
 TEST(CheckpointFaults, FullDiskIsAClearErrorAndKeepsThePreviousCheckpoint) {

@@ -31,7 +31,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Joins the job described by the environment (see rank_info_from_env): under
   // `paisoar launch` every rank connects to the launcher's store
   // (PAISOAR_STORE_ADDR/PORT) with the job token; otherwise rank 0 hosts a
-  // TCPStore at MASTER_ADDR:MASTER_PORT and the others connect to it.
+  // TCPStore at MASTER_ADDR:MASTER_PORT and the others connect to it. The
+  // environment may override `options` (see comm_options_from_env); create()
+  // reads nothing from it.
   static std::shared_ptr<Communicator> from_env(const CommOptions& options = {});
   // Joins a group of `size` ranks that share `store` (threads over Store::hash() in tests).
   // Collective: blocks until all `size` ranks joined (or the timeout). May be called

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "paisoar/comm/types.h"
+
 namespace paisoar::comm {
 
 struct RankInfo {
@@ -38,6 +40,14 @@ using EnvMap = std::map<std::string, std::string>;
 RankInfo rank_info_from_env(const EnvMap& env);
 // The same over the process environment.
 RankInfo rank_info_from_env();
+// The process environment, read once: the edge passes this map (or what is
+// parsed from it) down; nothing below the apps and the Trainer's
+// construction reads the environment itself.
 EnvMap process_env();
+
+// `options` with what the environment overrides: PAISOAR_CHECK_COLLECTIVES
+// (1: on), PAISOAR_SEGMENT_BYTES, GLOO_SOCKET_IFNAME. Throws
+// std::invalid_argument naming the variable when one is malformed.
+CommOptions comm_options_from_env(const EnvMap& env, CommOptions options);
 
 }  // namespace paisoar::comm

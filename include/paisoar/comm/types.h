@@ -16,8 +16,6 @@ enum class Backend { Auto, Gloo, Nccl };
 
 const char* to_string(ReduceOp op);
 const char* to_string(Backend backend);
-// Parses "auto", "gloo" or "nccl"; throws std::invalid_argument naming the value.
-Backend parse_backend(const std::string& name);
 
 struct CommOptions {
   Backend backend = Backend::Auto;
@@ -26,14 +24,17 @@ struct CommOptions {
   // Before each collective, check that every rank issues the same operation on
   // tensors of the same dtype and shape (one small allgather per collective).
   // Turns a mismatch (which Gloo reports as a hang or a cryptic error) into an
-  // error naming both ranks' arguments. Also switched on by PAISOAR_CHECK_COLLECTIVES=1.
+  // error naming both ranks' arguments. (Communicator::from_env: also PAISOAR_CHECK_COLLECTIVES=1.)
   bool check_collectives = false;
   // Address of the local network interface Gloo binds to. Empty: the address the
-  // route to the master uses (127.0.0.1 for a loopback master); GLOO_SOCKET_IFNAME wins.
+  // route to the master uses (127.0.0.1 for a loopback master); socket_ifname wins.
   std::string bind_address;
+  // The network interface Gloo binds to by name ("eth0"); empty: bind_address.
+  // (Communicator::from_env: GLOO_SOCKET_IFNAME.)
+  std::string socket_ifname;
   // reduce_scatter and allgather_into send each peer's part as messages of at most
   // this many bytes, reducing segment k while k+1 travels (1 MiB measured best on
-  // loopback, see docs/BENCHMARKS.md). Also PAISOAR_SEGMENT_BYTES.
+  // loopback, see docs/BENCHMARKS.md). At least 1024. (Communicator::from_env: PAISOAR_SEGMENT_BYTES.)
   int64_t segment_bytes = 1 << 20;
 };
 

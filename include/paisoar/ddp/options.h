@@ -47,7 +47,8 @@ struct DdpOptions {
   // Broadcast buffers (BatchNorm running statistics) from rank 0 before each forward.
   bool broadcast_buffers = true;
   CompressionOptions compression;
-  // Ranks on one node: 0 reads LOCAL_WORLD_SIZE (launcher, Slurm, Open MPI).
+  // Ranks on one node (the Trainer passes RankInfo::local_world_size; 0 or 1:
+  // unknown, every rank averages with all others directly).
   // When ranks span several nodes (1 < ranks_per_node < world) and there is
   // no compression, buckets are averaged hierarchically: reduce-scatter in
   // the node, allreduce across nodes, allgather in the node.

@@ -25,6 +25,7 @@
 
 #include "paisoar/data/dataset.h"
 #include "paisoar/train/train_config.h"
+#include "paisoar/train/run_environment.h"
 
 namespace paisoar::comm {
 class Communicator;
@@ -88,7 +89,10 @@ class Trainer {
  public:
   // Validates the config against the communicator's world size (ConfigError).
   // With model parallelism, builds the mesh: collective over `comm`.
-  Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm);
+  // `run`: what the edge read from the environment (the app:
+  // RunEnvironment::from_env(comm::process_env())); the default is a single
+  // rank without a launcher. The Trainer itself reads no environment variable.
+  Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm, RunEnvironment run = {});
   ~Trainer();
 
   // Collective: every rank calls it with the same model architecture.
@@ -102,6 +106,7 @@ class Trainer {
  private:
   TrainConfig config_;
   std::shared_ptr<comm::Communicator> comm_;
+  RunEnvironment run_;
   std::shared_ptr<parallel::HybridMesh> mesh_;  // null without model parallelism
 };
 

@@ -1,0 +1,25 @@
+// RunEnvironment: what the process environment says about this run, read
+// once at the edge (the app, or a test) and passed down to the Trainer. Below
+// it nothing reads the environment (tests/cmake/environment_at_the_edge.cmake).
+#pragma once
+
+#include <string>
+
+#include "paisoar/comm/env.h"
+
+namespace paisoar::train {
+
+struct RunEnvironment {
+  // Where this rank sits in the job (LOCAL_WORLD_SIZE and the like); the
+  // default is a single rank.
+  comm::RankInfo job;
+  // The file `paisoar launch --heartbeat_timeout` watches (PAISOAR_HEARTBEAT_FILE);
+  // empty: no heartbeat.
+  std::string heartbeat_file;
+
+  // Parses `env` (comm::process_env() at the edge). Throws
+  // std::invalid_argument naming a malformed variable.
+  static RunEnvironment from_env(const comm::EnvMap& env);
+};
+
+}  // namespace paisoar::train
