@@ -6,6 +6,7 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/device_mesh.h"
 #include "paisoar/comm/env.h"
+#include "paisoar/comm/progress_board.h"
 #include "paisoar/comm/store.h"
 #include "paisoar/comm/types.h"
 #include "paisoar/comm/work.h"

@@ -2,6 +2,7 @@
 // and the communication (compression) hooks.
 #pragma once
 
+#include "paisoar/ddp/bucket_span.h"
 #include "paisoar/ddp/comm_hook.h"
 #include "paisoar/ddp/distributed_data_parallel.h"
 #include "paisoar/ddp/gradient_reducer.h"

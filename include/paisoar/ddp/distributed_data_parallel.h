@@ -4,7 +4,7 @@
 //
 //   auto comm = paisoar::comm::Communicator::from_env();
 //   Net net;
-//   paisoar::DistributedDataParallel<Net> ddp(net, comm);   // broadcasts rank 0's weights
+//   paisoar::ddp::DistributedDataParallel<Net> ddp(net, comm);  // broadcasts rank 0's weights
 //   torch::optim::SGD opt(net->parameters(), 0.1);
 //   for (auto& [x, y] : my_shard) {
 //     opt.zero_grad();
@@ -26,18 +26,18 @@
 #include <vector>
 
 #include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/grad/no_sync.h"
 
-namespace paisoar {
+namespace paisoar::ddp {
 
 template <typename ModuleHolder>
 class DistributedDataParallel {
  public:
   // Collective: see GradientReducer's constructor for what it checks and syncs.
   DistributedDataParallel(ModuleHolder module, std::shared_ptr<comm::Communicator> comm,
-                          ddp::DdpOptions options = {})
+                          DdpOptions options = {})
       : module_(std::move(module)),
-        reducer_(std::make_unique<ddp::GradientReducer>(module_.ptr(), std::move(comm),
-                                                        options)) {}
+        reducer_(std::make_unique<GradientReducer>(module_.ptr(), std::move(comm), options)) {}
 
   // The wrapped module's forward, with the reducer armed around it.
   template <typename... Args>
@@ -49,23 +49,11 @@ class DistributedDataParallel {
   }
 
   // While the guard lives, backward accumulates gradients without communicating.
-  class NoSync {
-   public:
-    explicit NoSync(ddp::GradientReducer& reducer) : reducer_(reducer), prev_(reducer.sync()) {
-      reducer_.set_sync(false);
-    }
-    ~NoSync() { reducer_.set_sync(prev_); }
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-
-   private:
-    ddp::GradientReducer& reducer_;
-    bool prev_;
-  };
+  using NoSync = grad::NoSync<GradientReducer>;
   NoSync no_sync() { return NoSync(*reducer_); }
 
   ModuleHolder& module() { return module_; }
-  ddp::GradientReducer& reducer() { return *reducer_; }
+  GradientReducer& reducer() { return *reducer_; }
 
  private:
   static std::vector<torch::Tensor> tensors_of(const torch::Tensor& t) { return {t}; }
@@ -86,7 +74,13 @@ class DistributedDataParallel {
   static std::vector<torch::Tensor> tensors_of(const T&) { return {}; }
 
   ModuleHolder module_;
-  std::unique_ptr<ddp::GradientReducer> reducer_;
+  std::unique_ptr<GradientReducer> reducer_;
 };
 
+}  // namespace paisoar::ddp
+
+namespace paisoar {
+// The short name the article and most user code use.
+template <typename ModuleHolder>
+using DistributedDataParallel = ddp::DistributedDataParallel<ModuleHolder>;
 }  // namespace paisoar
