@@ -137,11 +137,6 @@ void GradScaler::update() {
   }
 }
 
-void GradScaler::set_scale(double new_scale) {
-  check_positive("scale", new_scale);
-  scale_ = new_scale;
-}
-
 std::map<std::string, torch::Tensor> GradScaler::state_dict() const {
   auto f64 = [](double v) { return torch::tensor(v, torch::kDouble); };
   auto i64 = [](int64_t v) { return torch::tensor(v, torch::kLong); };

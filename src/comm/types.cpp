@@ -23,12 +23,4 @@ const char* to_string(Backend backend) {
   return "?";
 }
 
-Backend parse_backend(const std::string& name) {
-  if (name == "auto") return Backend::Auto;
-  if (name == "gloo") return Backend::Gloo;
-  if (name == "nccl") return Backend::Nccl;
-  throw std::invalid_argument("unknown communication backend '" + name +
-                              "': use auto, gloo or nccl");
-}
-
 }  // namespace paisoar::comm

@@ -40,10 +40,6 @@ class StoreClient {
   StoreClient(const std::string& host, int port, const std::string& token,
               Clock::time_point deadline);
 
-  // How long a request may wait for its answer before the store counts as
-  // lost (default 30 s).
-  void set_reply_timeout(std::chrono::milliseconds timeout) { reply_timeout_ = timeout; }
-
   // Keys as on the wire (c10d clients put "/" in front of their caller's key).
   void set(const std::string& key, const std::string& value);
   // The value, "" when the key is missing (c10d's own client WAITs for the

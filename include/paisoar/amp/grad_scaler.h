@@ -54,8 +54,6 @@ class GradScaler {
   bool step(torch::optim::Optimizer& optimizer);
   // Adjusts the scale from this step's verdict and readies the next step.
   void update();
-  // Sets the scale directly (e.g. update(new_scale) in PyTorch).
-  void set_scale(double new_scale);
 
   double get_scale() const { return options_.enabled ? scale_ : 1.0; }
   bool is_enabled() const { return options_.enabled; }

@@ -91,7 +91,6 @@ class Pipeline {
   void set_op_hook(OpHook hook) { op_hook_ = std::move(hook); }
 
   int stage() const { return stage_; }
-  int num_stages() const { return stages_; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == stages_ - 1; }
   torch::nn::Sequential module() const { return module_; }
