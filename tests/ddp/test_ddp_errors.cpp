@@ -15,19 +15,9 @@ using namespace paisoar;
 
 namespace {
 
-// Runs fn on 2 ranks and returns each rank's error message ("" if none).
-std::vector<std::string> errors_of(
-    const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn,
-    comm::CommOptions options = paisoar::testing::test_options()) {
-  std::vector<std::string> messages(2);
-  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    try {
-      fn(rank, comm);
-    } catch (const std::exception& e) {
-      messages[rank] = e.what();
-    }
-  }, options);
-  return messages;
+std::vector<std::string> errors_of(const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn,
+                                   comm::CommOptions options = paisoar::testing::test_options()) {
+  return paisoar::testing::rank_errors(2, fn, options);
 }
 
 bool contains(const std::string& s, const std::string& part) {

@@ -57,15 +57,7 @@ grad::EngineOptions options(bool find_unused = false) {
 }
 
 std::vector<std::string> messages_of(const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn) {
-  std::vector<std::string> messages(2);
-  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    try {
-      fn(rank, comm);
-    } catch (const std::exception& e) {
-      messages[rank] = e.what();
-    }
-  });
-  return messages;
+  return paisoar::testing::rank_errors(2, fn);
 }
 
 TEST(GradientEngine, ASynchronisedBackwardReadiesEveryGroupThenLaunchesWaitsAndAgrees) {

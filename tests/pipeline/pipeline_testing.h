@@ -64,25 +64,6 @@ inline void expect_grads_match(const torch::nn::Module& stage, const Reference& 
   }
 }
 
-// Runs fn on `world` rank threads and returns each rank's error text ("" if none).
-inline std::vector<std::string> rank_errors(int world,
-                                            const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn) {
-  std::vector<std::string> errors(world);
-  std::mutex mutex;
-  run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    try {
-      fn(rank, comm);
-    } catch (const c10::Error& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      errors[rank] = e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      errors[rank] = e.what();
-    }
-  });
-  return errors;
-}
-
 // Every rank failed, each with a message naming every part.
 inline void expect_every_rank_failed(const std::vector<std::string>& errors,
                                      std::initializer_list<const char*> parts) {

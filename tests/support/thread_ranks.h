@@ -5,10 +5,13 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <c10/util/Exception.h>
 
 #include "paisoar/comm/communicator.h"
 
@@ -49,6 +52,27 @@ inline void run_ranks(int world,
       throw std::runtime_error("rank " + std::to_string(rank) + ": " + e.what());
     }
   }
+}
+
+// Runs fn on `world` rank threads and returns each rank's error text ("" if
+// none): for tests of what every rank is told when something fails.
+inline std::vector<std::string> rank_errors(
+    int world, const std::function<void(int, std::shared_ptr<comm::Communicator>)>& fn,
+    comm::CommOptions options = test_options()) {
+  std::vector<std::string> errors(world);
+  std::mutex mutex;
+  run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    try {
+      fn(rank, comm);
+    } catch (const c10::Error& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors[rank] = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors[rank] = e.what();
+    }
+  }, options);
+  return errors;
 }
 
 }  // namespace paisoar::testing
