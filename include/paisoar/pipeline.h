@@ -1,7 +1,8 @@
 // paisoar's pipeline parallelism: per-layer costs and profiling, the exact
-// partitioner, GPipe and 1F1B schedules, and the Pipeline executor.
+// partitioner, GPipe and 1F1B schedules, the Pipeline executor and its bubble.
 #pragma once
 
+#include "paisoar/pipeline/bubble.h"
 #include "paisoar/pipeline/layer_cost.h"
 #include "paisoar/pipeline/partition.h"
 #include "paisoar/pipeline/pipeline.h"

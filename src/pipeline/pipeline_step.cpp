@@ -138,7 +138,9 @@ class Pipeline::StepRun {
         fail("in the forward of micro-batch " + std::to_string(m) + " on an input of shape " +
              describe(x) + ": " + message_of(e));
       }
-      p_.stats_.compute_s += seconds_since(start);
+      const double took = seconds_since(start);
+      p_.stats_.forward_s += took;
+      p_.stats_.compute_s += took;
       if (error_.empty() && !p_.is_last()) {
         const std::string why = detail::unsendable(y, links_.activations_out.enabled());
         if (!why.empty()) fail("in the forward of micro-batch " + std::to_string(m) + ": its output " + why);
@@ -186,7 +188,9 @@ class Pipeline::StepRun {
       } catch (const std::exception& e) {
         fail("in the backward of micro-batch " + std::to_string(m) + ": " + message_of(e));
       }
-      p_.stats_.compute_s += seconds_since(start);
+      const double took = seconds_since(start);
+      p_.stats_.backward_s += took;
+      p_.stats_.compute_s += took;
       if (error_.empty() && !p_.is_first()) {
         const std::string why = detail::unsendable(grad_in, links_.gradients_out.enabled());
         if (!why.empty()) fail("in the backward of micro-batch " + std::to_string(m) + ": the input's gradient " + why);

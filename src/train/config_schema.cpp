@@ -84,6 +84,17 @@ void ConfigSchema::bind(const std::string& path, bool* f, std::string help) {
        [f] { return std::string(*f ? "true" : "false"); }});
 }
 
+// The index of `v` in `choices`; a ConfigError listing them when it is none.
+static size_t choice_index(const std::string& v, const std::vector<std::string>& choices) {
+  const auto it = std::find(choices.begin(), choices.end(), v);
+  if (it == choices.end()) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    throw ConfigError("'" + v + "' is not one of: " + list);
+  }
+  return static_cast<size_t>(it - choices.begin());
+}
+
 void ConfigSchema::bind(const std::string& path, std::string* f, std::string help,
                         std::vector<std::string> choices) {
   Field field;
@@ -93,14 +104,22 @@ void ConfigSchema::bind(const std::string& path, std::string* f, std::string hel
   field.choices = choices;
   field.assign = [f, choices](const YAML::Node& n) {
     auto v = scalar_as<std::string>(n, "a string");
-    if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
-      std::string list;
-      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-      throw ConfigError("'" + v + "' is not one of: " + list);
-    }
+    if (!choices.empty()) choice_index(v, choices);
     *f = v;
   };
   field.show = [f] { return yaml_quoted(*f); };
+  add(std::move(field));
+}
+
+void ConfigSchema::bind_choice(const std::string& path, std::string help, std::vector<std::string> choices,
+                               std::function<void(size_t)> set, std::function<size_t()> get) {
+  Field field;
+  field.path = path;
+  field.type = "string";
+  field.help = std::move(help);
+  field.choices = choices;
+  field.assign = [set, choices](const YAML::Node& n) { set(choice_index(scalar_as<std::string>(n, "a string"), choices)); };
+  field.show = [get, choices] { return yaml_quoted(choices.at(get())); };
   add(std::move(field));
 }
 

@@ -30,7 +30,7 @@ pipeline::PartitionPlan plan_pipeline(const TrainTask& task, const TrainConfig& 
   pipeline::ProfileOptions options;
   // 1F1B's first stage holds P micro-batches at once, GPipe's every stage M.
   options.activation_copies = static_cast<int>(
-      config.parallel.schedule == "gpipe" ? config.parallel.micro_batches
+      config.parallel.schedule == pipeline::Schedule::GPipe ? config.parallel.micro_batches
                                           : std::min(stages, config.parallel.micro_batches));
   const auto costs = pipeline::profile_layers(task.layers, torch::stack(samples).to(device), options);
   pipeline::PartitionPlan plan;

@@ -4,6 +4,34 @@
 #include <algorithm>
 
 namespace paisoar::train {
+namespace {
+
+// Each enum's YAML names, in the order the schema lists them.
+const std::vector<std::pair<std::string, OnBadSample>> kBadSampleNames = {{"raise", OnBadSample::Raise},
+                                                                          {"skip", OnBadSample::Skip}};
+const std::vector<std::pair<std::string, DecayShape>> kDecayNames = {
+    {"constant", DecayShape::Constant}, {"cosine", DecayShape::Cosine}, {"polynomial", DecayShape::Polynomial}};
+const std::vector<std::pair<std::string, AmpDtype>> kAmpDtypeNames = {
+    {"auto", AmpDtype::Auto}, {"bf16", AmpDtype::BF16}, {"fp16", AmpDtype::FP16}, {"fp32", AmpDtype::FP32}};
+const std::vector<std::pair<std::string, pipeline::Schedule>> kScheduleNames = {
+    {"1f1b", pipeline::Schedule::OneFOneB}, {"gpipe", pipeline::Schedule::GPipe}};
+const std::vector<std::pair<std::string, OnCheckpointError>> kCheckpointErrorNames = {
+    {"stop", OnCheckpointError::Stop}, {"warn", OnCheckpointError::Warn}};
+
+template <typename E>
+const char* name_in(const std::vector<std::pair<std::string, E>>& names, E v) {
+  for (const auto& n : names) {
+    if (n.second == v) return n.first.c_str();
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* name_of(OnBadSample v) { return name_in(kBadSampleNames, v); }
+const char* name_of(DecayShape v) { return name_in(kDecayNames, v); }
+const char* name_of(AmpDtype v) { return name_in(kAmpDtypeNames, v); }
+const char* name_of(OnCheckpointError v) { return name_in(kCheckpointErrorNames, v); }
 
 ConfigSchema schema_for(TrainConfig& c) {
   ConfigSchema s;
@@ -14,6 +42,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("model.name", &c.model.name, "the reference model",
          {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16"});
   s.bind("model.num_classes", &c.model.num_classes, "");
+  s.bind("model.hidden", &c.model.hidden, "mlp: hidden layer widths ([]: 512, 256); even with parallel.tensor");
   s.bind("data.format", &c.data.format, "idx files, an image folder, or record shards",
          {"idx", "folder", "shards"});
   s.bind("data.path", &c.data.path, "idx: the directory with the files; else the training set");
@@ -25,7 +54,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("data.augment", &c.data.augment, "random affine (idx) or crop + flip (images)");
   s.bind("data.image_size", &c.data.image_size, "folder/shards: crop side");
   s.bind("data.on_error", &c.data.on_error, "a bad sample stops the run, or is dropped and counted",
-         {"raise", "skip"});
+         kBadSampleNames);
   s.bind("train.epochs", &c.train.epochs, "");
   s.bind("train.max_steps", &c.train.max_steps, "stop after N optimizer steps (0: epochs decide)");
   s.bind("train.batch_size", &c.train.batch_size, "global batch, split over the ranks");
@@ -37,10 +66,10 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("optimizer.momentum", &c.optimizer.momentum, "sgd, lars");
   s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "");
   s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off");
-  s.bind("schedule.decay", &c.schedule.decay, "after warmup", {"constant", "cosine", "polynomial"});
+  s.bind("schedule.decay", &c.schedule.decay, "after warmup", kDecayNames);
   s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0");
   s.bind("amp.dtype", &c.amp.dtype, "autocast precision (auto: bf16 where it is fast, else fp32)",
-         {"auto", "bf16", "fp16", "fp32"});
+         kAmpDtypeNames);
   s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
   s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
@@ -56,7 +85,7 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("parallel.pipeline", &c.parallel.pipeline, "pipeline stages per replica");
   s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp)");
   s.bind("parallel.micro_batches", &c.parallel.micro_batches, "pipeline micro-batches per step");
-  s.bind("parallel.schedule", &c.parallel.schedule, "pipeline schedule", {"1f1b", "gpipe"});
+  s.bind("parallel.schedule", &c.parallel.schedule, "pipeline schedule", kScheduleNames);
   s.bind("activation_checkpointing", &c.activation_checkpointing,
          "model regions recomputed in backward (glob patterns)");
   s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
@@ -64,7 +93,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "");
   s.bind("checkpoint.resume", &c.checkpoint.resume, "resume from the newest complete checkpoint");
   s.bind("checkpoint.on_error", &c.checkpoint.on_error,
-         "a checkpoint that cannot be written (disk full): stop the run, or warn and train on", {"stop", "warn"});
+         "a checkpoint that cannot be written (disk full): stop the run, or warn and train on",
+         kCheckpointErrorNames);
   s.bind("profiler.enabled", &c.profiler.enabled, "per-step breakdown and advice at the end");
   s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)");
   s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");
@@ -88,6 +118,7 @@ void require(bool ok, const std::string& key, const std::string& what) {
 
 void validate(const TrainConfig& c, int64_t world_size) {
   require(c.model.num_classes >= 1, "model.num_classes", "must be at least 1");
+  for (int64_t width : c.model.hidden) require(width >= 1, "model.hidden", "every width must be at least 1");
   require(c.data.workers >= 0, "data.workers", "must be 0 (load in the training thread) or more");
   require(c.data.prefetch_factor >= 1, "data.prefetch_factor", "must be at least 1");
   require(c.data.train_limit >= 0, "data.train_limit", "must be 0 (all) or more");

@@ -166,7 +166,7 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
 }
 
 bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
-                     const std::string& on_error, const TrainerState& state, int64_t step,
+                     OnCheckpointError on_error, const TrainerState& state, int64_t step,
                      const data::LoaderPosition& loader, const std::string& config_text) {
   std::string error;
   try {
@@ -176,7 +176,7 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
   }
   if (!comm::any_rank(comm, !error.empty())) return true;
   const std::string what = "the checkpoint of step " + std::to_string(step) + " was not written";
-  if (on_error == "warn") {
+  if (on_error == OnCheckpointError::Warn) {
     if (!error.empty()) {
       std::fprintf(stderr, "warning: %s: %s; training goes on (checkpoint.on_error: warn), a restart would resume "
                            "from the previous checkpoint\n", what.c_str(), error.c_str());

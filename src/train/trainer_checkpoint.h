@@ -20,6 +20,7 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/train/train_config.h"
 #include "paisoar/zero/zero_optimizer.h"
 
 namespace paisoar::comm {
@@ -57,13 +58,13 @@ struct ResumePoint {
 checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptions& options,
                                                const std::shared_ptr<comm::Communicator>& comm);
 
-// save_trainer_state under checkpoint.on_error ("stop" or "warn"). Collective:
+// save_trainer_state under checkpoint.on_error (stop or warn). Collective:
 // every rank learns whether rank 0's write failed (disk full, directory gone).
 // Returns true when the checkpoint was written; on a failure throws on every
 // rank ("stop", rank 0's error naming the file) or has rank 0 warn on stderr
 // and returns false ("warn"). The previous checkpoint stays intact either way.
 bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
-                     const std::string& on_error, const TrainerState& state, int64_t step,
+                     OnCheckpointError on_error, const TrainerState& state, int64_t step,
                      const data::LoaderPosition& loader, const std::string& config_text);
 
 // Every rank calls it at the same step. Only rank 0 writes the step file;

@@ -12,7 +12,7 @@
 namespace paisoar::train {
 
 double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole& role, int64_t workers,
-                const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit) {
+                const Precision& precision, int64_t limit) {
   const int64_t n = limit > 0 ? std::min(limit, task.eval_data->size()) : task.eval_data->size();
   const int64_t begin = n * role.index / role.count, end = n * (role.index + 1) / role.count;
   torch::Tensor counts = torch::zeros({2}, torch::kDouble);
@@ -26,8 +26,7 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole&
     torch::NoGradGuard no_grad;
     double correct = 0;
     while (auto batch = loader.next()) {
-      amp::autocast guard(autocast_options);
-      amp::ActivePolicy pins(policy, autocast_options.device);
+      PrecisionContext context(precision);
       const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
                                                              : task.model->parameters()[0].device();
       const torch::Tensor logits = role.forward(batch->data.to(device));

@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "paisoar/amp/autocast.h"
-#include "paisoar/amp/precision_regions.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
+#include "src/train/precision_context.h"
 
 namespace paisoar::train {
 
@@ -26,8 +25,9 @@ struct EvalRole {
 };
 
 // Accuracy (percent) over the first `limit` evaluation samples (0: all), under
-// the run's autocast and precision policy. Collective over `comm` (the world).
+// the run's precision context (without activation checkpointing: no
+// gradients). Collective over `comm` (the world).
 double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole& role, int64_t workers,
-                const amp::AutocastOptions& autocast_options, const amp::PrecisionPolicy& policy, int64_t limit);
+                const Precision& precision, int64_t limit);
 
 }  // namespace paisoar::train

@@ -27,6 +27,14 @@ struct Data {
   int64_t channels = 1;
 };
 
+// The mlp's options: model.num_classes, and model.hidden when given.
+models::MlpOptions mlp_options(const ModelConfig& model) {
+  models::MlpOptions o;
+  o.num_classes = model.num_classes;
+  if (!model.hidden.empty()) o.hidden = model.hidden;
+  return o;
+}
+
 ImagePipeline image_pipeline(const DataConfig& c, bool train) {
   data::ToTensorOptions to_tensor;
   to_tensor.mean = {0.485f, 0.456f, 0.406f};
@@ -89,10 +97,12 @@ TORCH_MODULE(Block);
 // pass, each layer a parameter-bearing module with the activation and pooling
 // that follow it. Parameter names therefore differ from the plain models'
 // (conv1.0.weight for conv1.weight).
-nn::Sequential layer_sequence(const std::string& name, int64_t classes) {
+nn::Sequential layer_sequence(const ModelConfig& model) {
+  const std::string& name = model.name;
+  const int64_t classes = model.num_classes;
   nn::Sequential layers;
   if (name == "mlp") {
-    const models::MlpOptions o;
+    const models::MlpOptions o = mlp_options(model);
     int64_t width = o.in_features;
     for (size_t i = 0; i < o.hidden.size(); ++i) {
       Block layer;
@@ -120,9 +130,9 @@ nn::Sequential layer_sequence(const std::string& name, int64_t classes) {
   return layers;
 }
 
-TrainTask layer_list_task(const std::string& name, int64_t classes, const Data& d) {
+TrainTask layer_list_task(const ModelConfig& config, const Data& d) {
   TrainTask t;
-  auto model = std::make_shared<zero::LayerListImpl>(layer_sequence(name, classes));
+  auto model = std::make_shared<zero::LayerListImpl>(layer_sequence(config));
   t.model = model;
   t.forward = [model](const torch::Tensor& x) { return model->forward(x); };
   t.train_data = d.train;
@@ -141,34 +151,46 @@ TrainTask sequence_task(nn::Sequential layers, const Data& d) {
   return t;
 }
 
-// mlp split across a tensor-parallel group, Megatron's MLP pairing: the first
-// hidden layer column-parallel (its output stays split), the second
-// row-parallel (one allreduce), the head replicated. Weights come from the
-// plain Mlp built with the same seed, so the numbers equal a one-rank run.
-// Two layers ("hidden", "head") for a pipeline.
-nn::Sequential tensor_parallel_mlp(int64_t classes, const tensor_parallel::Group& group) {
-  models::MlpOptions o;
-  o.num_classes = classes;
-  if (o.hidden.size() != 2) throw ConfigError("parallel.tensor: the mlp needs two hidden layers to split");
+// mlp split across a tensor-parallel group, Megatron's MLP pairing: each pair
+// of hidden layers is one block, the first column-parallel (its output stays
+// split), the second row-parallel (one allreduce); the head is replicated.
+// Weights come from the plain Mlp built with the same seed, so the numbers
+// equal a one-rank run. Layers for a pipeline: "hidden" (one block) or
+// "hidden0".."hidden<k>", then "head".
+nn::Sequential tensor_parallel_mlp(const ModelConfig& model, const tensor_parallel::Group& group) {
+  const models::MlpOptions o = mlp_options(model);
+  if (o.hidden.empty() || o.hidden.size() % 2 != 0) {
+    throw ConfigError("model.hidden: parallel.tensor splits the mlp's hidden layers in pairs (column-, then "
+                      "row-parallel); give an even number of widths, not " + std::to_string(o.hidden.size()));
+  }
   models::Mlp full(o);
   tensor_parallel::ColumnParallelLinearOptions column;
   column.gather_output = false;
   tensor_parallel::RowParallelLinearOptions row;
   row.input_is_parallel = true;
-  tensor_parallel::ColumnParallelLinear first(o.in_features, o.hidden[0], group, column);
-  tensor_parallel::RowParallelLinear second(o.hidden[0], o.hidden[1], group, row);
-  first->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(0)));
-  second->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(1)));
   nn::Sequential layers;
-  layers->push_back("hidden", Block(nn::Flatten(), first, nn::ReLU(), second, nn::ReLU()));
+  const size_t blocks = o.hidden.size() / 2;
+  int64_t width = o.in_features;
+  for (size_t b = 0; b < blocks; ++b) {
+    tensor_parallel::ColumnParallelLinear first(width, o.hidden[2 * b], group, column);
+    tensor_parallel::RowParallelLinear second(o.hidden[2 * b], o.hidden[2 * b + 1], group, row);
+    first->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(2 * b)));
+    second->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(2 * b + 1)));
+    Block block;
+    if (b == 0) block->push_back(nn::Flatten());
+    block->push_back(first);
+    block->push_back(nn::ReLU());
+    block->push_back(second);
+    block->push_back(nn::ReLU());
+    layers->push_back(blocks == 1 ? std::string("hidden") : "hidden" + std::to_string(b), block);
+    width = o.hidden[2 * b + 1];
+  }
   layers->push_back("head", full->head);
   return layers;
 }
 
-}  // namespace
-
-TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& tensor_group) {
-  const Data d = open_data(config.data, config.model.num_classes);
+// The configured model over `d`.
+TrainTask task_over(const TrainConfig& config, const Data& d, const std::shared_ptr<comm::Communicator>& tensor_group) {
   torch::manual_seed(static_cast<uint64_t>(config.seed));
   const auto& name = config.model.name;
   const int64_t classes = config.model.num_classes;
@@ -182,7 +204,7 @@ TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Commu
       throw std::invalid_argument("make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
                                   "; pass the Trainer's tensor_group() (its size must match)");
     }
-    return sequence_task(tensor_parallel_mlp(classes, tensor_group), d);
+    return sequence_task(tensor_parallel_mlp(config.model, tensor_group), d);
   }
   if (config.parallel.pipeline > 1) {
     if (name != "mlp" && name != "fashion_cnn" && name != "fashion_cnn_bn") {
@@ -190,14 +212,14 @@ TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Commu
                         "and fashion_cnn_bn; model.name is '" + name + "'. For your own model set TrainTask::layers");
     }
     if (d.channels != 1) throw ConfigError("model.name: " + name + " takes 1x28x28 images (data.format: idx)");
-    return sequence_task(layer_sequence(name, classes), d);
+    return sequence_task(layer_sequence(config.model), d);
   }
   if (name == "fashion_cnn" || name == "fashion_cnn_bn") {
     if (d.channels != 1) {
       throw ConfigError("model.name: fashion_cnn takes 1x28x28 images (data.format: idx); "
                         "use resnet18 for RGB image data");
     }
-    if (config.zero.stage == 3) return layer_list_task(name, classes, d);
+    if (config.zero.stage == 3) return layer_list_task(config.model, d);
     models::FashionCnnOptions o;
     o.batch_norm = name == "fashion_cnn_bn";
     o.num_classes = classes;
@@ -207,10 +229,8 @@ TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Commu
     if (d.channels != 1) {
       throw ConfigError("model.name: mlp takes 1x28x28 images (data.format: idx)");
     }
-    if (config.zero.stage == 3) return layer_list_task(name, classes, d);
-    models::MlpOptions o;
-    o.num_classes = classes;
-    return TrainTask::of(models::Mlp(o), d.train, d.eval);
+    if (config.zero.stage == 3) return layer_list_task(config.model, d);
+    return TrainTask::of(models::Mlp(mlp_options(config.model)), d.train, d.eval);
   }
   if (name == "resnet18" || name == "resnet50" || name == "vgg16") {
     if (d.channels != 3) {
@@ -222,6 +242,22 @@ TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Commu
     return TrainTask::of(models::vgg16(classes), d.train, d.eval);
   }
   throw ConfigError("model.name: '" + name + "' is not a reference model");
+}
+
+}  // namespace
+
+TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& tensor_group) {
+  return task_over(config, open_data(config.data, config.model.num_classes), tensor_group);
+}
+
+TrainTask make_task(const TrainConfig& config, std::shared_ptr<const data::Dataset> train,
+                    std::shared_ptr<const data::Dataset> eval,
+                    const std::shared_ptr<comm::Communicator>& tensor_group) {
+  if (!train || train->size() == 0) throw std::invalid_argument("make_task: the training set is null or empty");
+  data::SampleRng rng(0);
+  Data d{std::move(train), std::move(eval), 1};
+  d.channels = d.train->get(0, rng).data.size(0);
+  return task_over(config, d, tensor_group);
 }
 
 }  // namespace paisoar::train

@@ -20,12 +20,17 @@ bool is_terminal(const std::ostream& out) {
 
 }  // namespace
 
-ProgressBar::ProgressBar(std::string label, int64_t total, std::ostream& out, Style style)
+double ProgressBar::steady_now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+ProgressBar::ProgressBar(std::string label, int64_t total, std::ostream& out, Style style, Clock clock)
     : label_(std::move(label)),
       total_(total),
       out_(out),
       line_(style == Style::Line || (style == Style::Auto && is_terminal(out))),
-      start_(Clock::now()) {}
+      clock_(clock ? std::move(clock) : Clock(steady_now_s)),
+      start_s_(clock_()) {}
 
 ProgressBar::~ProgressBar() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -35,7 +40,7 @@ ProgressBar::~ProgressBar() {
 void ProgressBar::advance(int64_t n) {
   const int64_t done = done_.fetch_add(n) + n;
   if (line_) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+    const auto now = static_cast<int64_t>(elapsed_s() * 1e9);
     int64_t due = next_draw_ns_.load();
     if (now < due || !next_draw_ns_.compare_exchange_strong(due, now + kRedrawNs)) return;
   } else {
@@ -62,7 +67,7 @@ void ProgressBar::finish() {
 }
 
 void ProgressBar::draw(int64_t done, bool final) {
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double elapsed = elapsed_s();
   const double rate = elapsed > 0 ? done / elapsed : 0;
   std::string text = label_;
   if (line_) {

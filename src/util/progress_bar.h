@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -21,9 +22,16 @@ class ProgressBar {
     Plain,  // a line per 10%
   };
 
+  // Seconds on a monotonic clock; called from every thread that advances the
+  // bar, so it must be thread-safe. Tests inject a fake one.
+  using Clock = std::function<double()>;
+  // std::chrono::steady_clock in seconds: the default.
+  static double steady_now_s();
+
   // `total` <= 0: unknown; counts and rates are shown without bar or ETA.
-  // `out` must outlive the bar.
-  ProgressBar(std::string label, int64_t total, std::ostream& out = std::cerr, Style style = Style::Auto);
+  // `out` must outlive the bar. `clock` empty: steady_now_s.
+  ProgressBar(std::string label, int64_t total, std::ostream& out = std::cerr, Style style = Style::Auto,
+              Clock clock = {});
   ~ProgressBar();  // without finish(): ends a redrawn line, prints no summary
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -44,16 +52,17 @@ class ProgressBar {
   static std::string format_duration(double seconds);
 
  private:
-  using Clock = std::chrono::steady_clock;
   void draw(int64_t done, bool final);  // REQUIRES: mutex_ held
+  double elapsed_s() const { return clock_() - start_s_; }
 
   const std::string label_;
   const int64_t total_;
   std::ostream& out_;
   const bool line_;
-  const Clock::time_point start_;
+  const Clock clock_;
+  const double start_s_;
   std::atomic<int64_t> done_{0};
-  std::atomic<int64_t> next_draw_ns_{0};  // Line: earliest next redraw, since start_
+  std::atomic<int64_t> next_draw_ns_{0};  // Line: earliest next redraw, in ns since the start
   std::atomic<int64_t> next_decile_{1};   // Plain: the next 10% step to print
   std::mutex mutex_;                      // guards out_ and the fields below
   bool finished_ = false;

@@ -56,8 +56,9 @@ TEST(MainJob, TrainsTheReferenceCnnOnTwoRanks) {
 }
 
 // Hybrid parallelism end to end: configs/fashion_mnist_hybrid.yaml on 4
-// launched ranks (pipeline 2 x tensor 2), a short fp32 run: the plan is
-// printed, the loss falls below chance and every part is checkpointed.
+// launched ranks (pipeline 2 x tensor 2), a short fp32 run: the plan and the
+// per-stage times are printed, the loss falls below chance and every part is
+// checkpointed.
 TEST(MainJob, TrainsTheHybridConfigOnFourRanks) {
   const std::string run_dir = ::testing::TempDir() + "paisoar_hybrid_job_" + std::to_string(::getpid());
   RunResult r = run_paisoar({"launch", "--nproc_per_node", "4", "--master_port", "0", "--omp_num_threads", "1",
@@ -67,7 +68,9 @@ TEST(MainJob, TrainsTheHybridConfigOnFourRanks) {
                              "--set", "run_dir=" + run_dir});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[rank0]: parallel: data 1 x pipeline 2 x tensor 2"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[rank0]: pipeline plan: 2 layers in 2 stages"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank0]: pipeline plan: 3 layers in 2 stages"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank0]: pipeline per stage (1f1b, 2 stages, 8 micro-batches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(P-1)/(M+P-1) = 11.1%"), std::string::npos) << r.out;
   const auto at = r.out.find("step 10/10  loss ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_LT(std::stod(r.out.substr(at + 17, 6)), 2.30) << r.out;

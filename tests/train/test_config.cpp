@@ -43,7 +43,7 @@ TEST(Config, YamlAndOverridesReachTheFields) {
   EXPECT_EQ(c.optimizer.name, "lamb");
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.2);
   EXPECT_EQ(c.train.batch_size, 256);
-  EXPECT_EQ(c.amp.dtype, "fp32");
+  EXPECT_EQ(c.amp.dtype, AmpDtype::FP32);
   auto schema = schema_for(c);
   schema.set("optimizer.lr=0.1");
   schema.set("data.augment=true");
@@ -51,6 +51,24 @@ TEST(Config, YamlAndOverridesReachTheFields) {
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.1);
   EXPECT_TRUE(c.data.augment);
   EXPECT_EQ(c.distributed.compression, "powersgd");
+  // The keys with fixed choices become enums, and are dumped as their YAML names again.
+  schema.set("parallel.schedule=gpipe");
+  schema.set("schedule.decay=polynomial");
+  schema.set("checkpoint.on_error=warn");
+  schema.set("data.on_error=skip");
+  EXPECT_EQ(c.parallel.schedule, paisoar::pipeline::Schedule::GPipe);
+  EXPECT_EQ(c.schedule.decay, DecayShape::Polynomial);
+  EXPECT_EQ(c.checkpoint.on_error, OnCheckpointError::Warn);
+  EXPECT_EQ(c.data.on_error, OnBadSample::Skip);
+  const std::string text = dump_config(c);
+  for (const char* line : {"  dtype: fp32  #", "  schedule: gpipe  #", "  decay: polynomial  #", "  on_error: warn  #",
+                           "  on_error: skip  #"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  }
+  EXPECT_EQ(dump_config(from_yaml(text)), text);
+  expect_error_of<ConfigError>([&] { schema.set("amp.dtype=fp8"); },
+                               {"--set amp.dtype", "'fp8' is not one of: auto, bf16, fp16, fp32"});
+  EXPECT_EQ(c.amp.dtype, AmpDtype::FP32);
   EXPECT_EQ(from_yaml("").train.epochs, 1);  // an empty file is the defaults
 }
 

@@ -26,14 +26,13 @@
 #include "tests/train/train_support.h"
 
 using namespace paisoar;
-using paisoar::testing::have_fashion_mnist;
 
 namespace {
 
 train::TrainConfig tiny_config(const std::string& run_dir) {
   train::TrainConfig c;
   c.run_dir = run_dir;
-  c.amp.dtype = "fp32";
+  c.amp.dtype = paisoar::train::AmpDtype::FP32;
   c.data.train_limit = 128;
   c.data.eval_limit = 64;
   c.data.workers = 1;
@@ -65,7 +64,7 @@ std::vector<RankOutcome> fit_on_two_ranks(const train::TrainConfig& c,
         train::TrainTask task;
         {
           std::lock_guard<std::mutex> lock(seed_mutex);
-          task = train::make_task(c);
+          task = paisoar::testing::synthetic_task(c);
         }
         if (on_step) task.on_step = [&on_step, rank](int64_t step) { on_step(rank, step); };
         outcomes[rank].steps = train::Trainer(c, comm).fit(task).steps;
@@ -104,7 +103,6 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST(TrainerFaults, UnusableCheckpointDirectoryFailsEveryRankAtTheStart) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   paisoar::testing::TempDir dir("trainer_faults");
   std::ofstream(dir / "a_file") << "x";
   auto c = tiny_config(dir / "run");
@@ -117,13 +115,12 @@ TEST(TrainerFaults, UnusableCheckpointDirectoryFailsEveryRankAtTheStart) {
 }
 
 TEST(TrainerFaults, FullDiskStopsEveryRankWithTheError) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   paisoar::testing::TempDir dir("trainer_faults");
   SmallTmpfs disk(dir / "small");
   if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
   auto c = tiny_config(dir / "run");
   c.checkpoint.dir = dir / "small/ckpt";
-  c.checkpoint.on_error = "stop";
+  c.checkpoint.on_error = paisoar::train::OnCheckpointError::Stop;
   const auto outcomes = fit_on_two_ranks(c);
   EXPECT_FALSE(outcomes[0].finished);
   EXPECT_FALSE(outcomes[1].finished);
@@ -134,13 +131,12 @@ TEST(TrainerFaults, FullDiskStopsEveryRankWithTheError) {
 }
 
 TEST(TrainerFaults, FullDiskUnderWarnFinishesTheRun) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   paisoar::testing::TempDir dir("trainer_faults");
   SmallTmpfs disk(dir / "small");
   if (!disk.ok()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
   auto c = tiny_config(dir / "run");
   c.checkpoint.dir = dir / "small/ckpt";
-  c.checkpoint.on_error = "warn";
+  c.checkpoint.on_error = paisoar::train::OnCheckpointError::Warn;
   ::testing::internal::CaptureStderr();
   const auto outcomes = fit_on_two_ranks(c);
   const std::string err = ::testing::internal::GetCapturedStderr();
@@ -154,7 +150,6 @@ TEST(TrainerFaults, FullDiskUnderWarnFinishesTheRun) {
 }
 
 TEST(TrainerFaults, StalledRankIsNamedByTheRankThatTimesOut) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   paisoar::testing::TempDir dir("trainer_faults");
   auto c = tiny_config(dir / "run");
   c.data.train_limit = 256;  // 4 steps
@@ -177,7 +172,6 @@ TEST(TrainerFaults, StalledRankIsNamedByTheRankThatTimesOut) {
 }
 
 TEST(TrainerFaults, CheckpointWithDamagedMetadataIsNamed) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   paisoar::testing::TempDir dir("trainer_faults");
   auto c = tiny_config(dir / "run");
   c.checkpoint.dir = dir / "ckpt";

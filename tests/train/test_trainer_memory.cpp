@@ -1,4 +1,4 @@
-// The Trainer's memory options end to end on Fashion-MNIST with thread-ranks:
+// The Trainer's memory options end to end on synthetic blobs with thread-ranks:
 // zero.stage 1, 2 and 3 end with the parameters of plain DDP (stage 0) after
 // the same steps (SGD-momentum and AdamW, clipping by global norm, with and
 // without accumulation); a ZeRO run killed mid-way resumes from its sharded
@@ -21,7 +21,6 @@
 using namespace paisoar;
 using paisoar::testing::expect_close;
 using paisoar::testing::expect_error_of;
-using paisoar::testing::have_fashion_mnist;
 using paisoar::testing::small_config;
 using paisoar::testing::train_with;
 
@@ -55,7 +54,6 @@ std::vector<std::string> shard_dirs(const std::string& dir) {
 // fp32 sums in another order (reduce-scatter chunks against DDP's bucket
 // allreduce): 2e-5 after 6 steps.
 TEST(TrainerZero, StagesOneToThreeMatchDdp) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   for (const std::string optimizer : {"sgd", "adamw"}) {
     for (int64_t accumulation : {1, 2}) {
       auto c = mlp_config(optimizer);
@@ -74,7 +72,6 @@ TEST(TrainerZero, StagesOneToThreeMatchDdp) {
 }
 
 TEST(TrainerZero, ThreeRanksAndOneRankWork) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = mlp_config("adamw");
   c.train.batch_size = 48;  // 3 ranks x 16; the mlp's units do not divide by 3 (padding)
   const auto ddp = train_with(c, 3).first;
@@ -92,7 +89,6 @@ TEST(TrainerZero, ThreeRanksAndOneRankWork) {
 // parameters, bit for bit, as a run that was never stopped; only the shard
 // directories of the kept step files remain.
 TEST(TrainerZero, ResumeFromShardedCheckpointsIsExact) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   for (int64_t stage : {2, 3}) {
     SCOPED_TRACE("stage " + std::to_string(stage));
     auto c = mlp_config("adamw");
@@ -135,7 +131,6 @@ TEST(TrainerZero, ResumeFromShardedCheckpointsIsExact) {
 }
 
 TEST(TrainerZero, WholeModelCheckpointIsRefusedUnderZero) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = mlp_config("sgd");
   c.run_dir += "_zero_kind";
   std::filesystem::remove_all(c.run_dir);
@@ -150,7 +145,6 @@ TEST(TrainerZero, WholeModelCheckpointIsRefusedUnderZero) {
 }
 
 TEST(TrainerZero, BadZeroConfigIsAClearError) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = mlp_config("sgd");
   c.zero.stage = 4;
   expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"zero.stage", "0 (off), 1, 2 or 3"});
@@ -161,7 +155,7 @@ TEST(TrainerZero, BadZeroConfigIsAClearError) {
   c = mlp_config("sgd");
   c.zero.stage = 3;
   paisoar::testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
-    auto task = train::make_task(c);
+    auto task = paisoar::testing::synthetic_task(c);
     task = train::TrainTask::of(models::FashionCnn(), task.train_data);
     expect_error_of<train::ConfigError>([&] { train::Trainer(c, comm).fit(task); },
                                         {"zero.stage", "zero::LayerList", "stage 2"});
@@ -171,7 +165,6 @@ TEST(TrainerZero, BadZeroConfigIsAClearError) {
 // Checkpointing every region fashion_cnn marks with a module recomputes the
 // same numbers: the parameters after 3 steps are bit for bit those without.
 TEST(TrainerCheckpointing, SameParametersAsWithout) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = small_config();
   c.train.max_steps = 3;
   c.eval.every_epochs = 0;
@@ -190,7 +183,6 @@ TEST(TrainerCheckpointing, SameParametersAsWithout) {
 }
 
 TEST(TrainerMemory, PrintsTheMemoryTable) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   auto c = mlp_config("adamw");
   c.zero.stage = 2;
   c.train.max_steps = 2;

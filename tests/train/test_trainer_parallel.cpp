@@ -17,7 +17,6 @@
 namespace paisoar {
 namespace {
 
-using paisoar::testing::have_fashion_mnist;
 using paisoar::testing::small_config;
 
 struct RankRun {
@@ -35,7 +34,7 @@ std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world,
     train::TrainTask task;
     {
       std::lock_guard<std::mutex> lock(seed_mutex);
-      task = train::make_task(c, trainer.tensor_group());
+      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
     }
     task.on_step = on_step;
     for (const auto& p : task.model->parameters()) runs[rank].initial.push_back(p.detach().clone());
@@ -49,7 +48,7 @@ std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world,
 std::vector<std::string> fit_errors(const train::TrainConfig& c, int world) {
   return paisoar::testing::rank_errors(world, [&](int, std::shared_ptr<comm::Communicator> comm) {
     train::Trainer trainer(c, comm);
-    trainer.fit(train::make_task(c, trainer.tensor_group()));
+    trainer.fit(paisoar::testing::synthetic_task(c, trainer.tensor_group()));
   });
 }
 
@@ -103,9 +102,12 @@ struct ParallelCase {
 class TrainerParallel : public ::testing::TestWithParam<ParallelCase> {};
 
 TEST_P(TrainerParallel, TrainsTheSameParametersAsOneRank) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
   const ParallelCase& pc = GetParam();
-  const train::TrainConfig base = parallel_config(pc.model);
+  train::TrainConfig base = parallel_config(pc.model);
+  train::ConfigSchema base_schema = train::schema_for(base);
+  for (const auto& s : pc.sets) {
+    if (s.rfind("model.", 0) == 0) base_schema.set(s);  // the one-rank reference trains the same model
+  }
   const auto reference = train_ranks(base, 1);
   train::TrainConfig c = base;
   train::ConfigSchema schema = train::schema_for(c);
@@ -125,8 +127,46 @@ INSTANTIATE_TEST_SUITE_P(
         ParallelCase{"Pipeline2xData2_Zero2", "mlp", 4,
                      {"parallel.pipeline=2", "parallel.micro_batches=2", "zero.stage=2"}, 2, 1},
         ParallelCase{"Pipeline2_FashionCnn", "fashion_cnn", 2, {"parallel.pipeline=2", "parallel.micro_batches=4"}, 1,
-                     1}),
+                     1},
+        // Two tensor-parallel blocks and the head cut over two stages (configs/fashion_mnist_hybrid.yaml's shape).
+        ParallelCase{"Pipeline2xTensor2_DeepMlp", "mlp", 4,
+                     {"model.hidden=[48, 32, 40, 24]", "parallel.pipeline=2", "parallel.tensor=2",
+                      "parallel.micro_batches=4"},
+                     2, 2}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
+
+// A pipelined run books each stage's backward and waits in the step profile
+// (before, the whole pipeline call counted as forward) and ends with a table
+// of every stage and the measured bubble beside (P-1)/(M+P-1).
+TEST(TrainerParallelProfile, APipelinedRunReportsEachStageAndTheBubble) {
+  train::TrainConfig c = parallel_config("mlp");
+  train::ConfigSchema schema = train::schema_for(c);
+  for (const char* s : {"model.hidden=[64, 64, 64, 64]", "parallel.pipeline=2", "parallel.micro_batches=4"}) {
+    schema.set(s);
+  }
+  ::testing::internal::CaptureStdout();
+  const auto runs = train_ranks(c, 2);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  for (const auto& run : runs) {
+    EXPECT_GT(run.result.pipeline_bubble, 0.0);  // stage 0 waits for the first backward: never zero
+    EXPECT_LT(run.result.pipeline_bubble, 1.0);
+    EXPECT_EQ(run.result.pipeline_bubble, runs[0].result.pipeline_bubble);  // one gather, the same figure
+  }
+  EXPECT_NE(out.find("pipeline per stage (1f1b, 2 stages, 4 micro-batches"), std::string::npos) << out;
+  EXPECT_NE(out.find("(P-1)/(M+P-1) = 20.0%"), std::string::npos) << out;
+  // The profile's backward row is no longer empty under a pipeline.
+  const size_t backward = out.find("\n  backward");
+  ASSERT_NE(backward, std::string::npos) << out;
+  EXPECT_GT(std::stod(out.substr(backward + std::string("\n  backward").size())), 0.0) << out;
+}
+
+// Without a pipeline there is no bubble to report.
+TEST(TrainerParallelProfile, NoPipelineNoBubble) {
+  train::TrainConfig c = parallel_config("mlp");
+  c.parallel.tensor = 2;
+  const auto runs = train_ranks(c, 2);
+  EXPECT_EQ(runs[0].result.pipeline_bubble, -1.0);
+}
 
 std::vector<std::string> parts_dirs(const std::string& dir) {
   std::vector<std::string> names;
@@ -141,7 +181,6 @@ std::vector<std::string> parts_dirs(const std::string& dir) {
 // (every stage's and shard's part) and ends bit for bit where an
 // uninterrupted run ends; another split of the model is refused.
 TEST(TrainerParallelCheckpoint, KilledRunResumesExactly) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
   for (const std::vector<std::string>& sets :
        {std::vector<std::string>{"parallel.pipeline=2", "parallel.tensor=2", "parallel.micro_batches=2"},
         std::vector<std::string>{"parallel.pipeline=2", "parallel.micro_batches=4", "zero.stage=2"}}) {
@@ -225,7 +264,6 @@ TEST(TrainerParallelConfig, BadLayoutsAreConfigErrorsNamingTheKey) {
 }
 
 TEST(TrainerParallelConfig, ModelsThatCannotBeSplitAreRefusedOnEveryRank) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh)";
   auto c = parallel_config("mlp");
   c.parallel.pipeline = 4;  // the mlp has 3 layers
   auto errors = fit_errors(c, 4);

@@ -1,6 +1,7 @@
-// Test support for the Trainer tests: a small Fashion-MNIST config, training
-// with N thread-ranks (rank 0's parameters back, every rank's checked equal),
-// and a tolerance comparison of parameter lists.
+// Test support for the Trainer tests: a small config, the zoo's model over
+// synthetic blobs (or Fashion-MNIST where a test checks its accuracy),
+// training with N thread-ranks (rank 0's parameters back, every rank's
+// checked equal), and a tolerance comparison of parameter lists.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
+#include "tests/support/synthetic_blobs.h"
 #include "tests/support/thread_ranks.h"
 
 namespace paisoar::testing {
@@ -28,7 +30,7 @@ inline paisoar::train::TrainConfig small_config() {
   paisoar::train::TrainConfig c;
   c.run_dir = ::testing::TempDir() + "paisoar_trainer_test_" + std::to_string(::getpid());
   c.checkpoint.resume = false;
-  c.amp.dtype = "fp32";
+  c.amp.dtype = paisoar::train::AmpDtype::FP32;
   c.data.train_limit = 640;
   c.data.eval_limit = 200;
   c.data.workers = 2;
@@ -38,9 +40,27 @@ inline paisoar::train::TrainConfig small_config() {
   return c;
 }
 
+// The zoo's model for `c` over synthetic blobs: data.train_limit training
+// samples (640 when 0) and data.eval_limit evaluation ones (200 when 0), with
+// jitter under data.augment. Seeds torch's global generator (make_task).
+inline paisoar::train::TrainTask synthetic_task(
+    const paisoar::train::TrainConfig& c,
+    const std::shared_ptr<paisoar::comm::Communicator>& tensor_group = nullptr) {
+  SyntheticBlobsOptions train, eval;
+  train.size = c.data.train_limit > 0 ? c.data.train_limit : 640;
+  train.jitter = c.data.augment;
+  eval.size = c.data.eval_limit > 0 ? c.data.eval_limit : 200;
+  eval.noise_seed = 2;
+  return paisoar::train::make_task(c, std::make_shared<SyntheticBlobs>(train),
+                                   std::make_shared<SyntheticBlobs>(eval), tensor_group);
+}
+
+enum class DataSource { Synthetic, FashionMnist };
+
 // Trains with `world` thread-ranks; returns rank 0's parameters and result.
 inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_with(
-    const paisoar::train::TrainConfig& c, int world, std::function<void(int64_t)> on_step = nullptr) {
+    const paisoar::train::TrainConfig& c, int world, std::function<void(int64_t)> on_step = nullptr,
+    DataSource data = DataSource::Synthetic) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<std::vector<torch::Tensor>> params(world);
   std::vector<paisoar::train::TrainResult> results(world);
@@ -48,7 +68,7 @@ inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_
     paisoar::train::TrainTask task;
     {
       std::lock_guard<std::mutex> lock(seed_mutex);
-      task = paisoar::train::make_task(c);
+      task = data == DataSource::Synthetic ? synthetic_task(c) : paisoar::train::make_task(c);
     }
     task.on_step = on_step;
     results[rank] = paisoar::train::Trainer(c, comm).fit(task);

@@ -37,7 +37,9 @@ struct PipelineOptions {
 // What the last step did on this rank.
 struct PipelineStepStats {
   double step_s = 0;       // wall time of step()
-  double compute_s = 0;    // time in this stage's forward, loss and backward
+  double forward_s = 0;    // this stage's forward passes (and the loss, on the last stage)
+  double backward_s = 0;   // this stage's backward passes
+  double compute_s = 0;    // forward_s + backward_s
   double recv_wait_s = 0;  // time blocked waiting for a neighbour's activation or gradient
   int peak_in_flight = 0;  // most micro-batches whose activations were held at once
   // 1 - compute / step: the share of the step this stage waited (bubble and communication).

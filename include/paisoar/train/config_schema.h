@@ -9,6 +9,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace YAML {
@@ -32,6 +34,20 @@ class ConfigSchema {
   void bind(const std::string& path, bool* field, std::string help);
   void bind(const std::string& path, std::string* field, std::string help,
             std::vector<std::string> choices = {});
+  // An enum read and written as one of `names`' strings (errors list them,
+  // as for a string with choices). Every value the field can hold is named.
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void bind(const std::string& path, E* field, std::string help, std::vector<std::pair<std::string, E>> names) {
+    std::vector<std::string> choices;
+    for (const auto& n : names) choices.push_back(n.first);
+    bind_choice(
+        path, std::move(help), std::move(choices), [field, names](size_t i) { *field = names[i].second; },
+        [field, names] {
+          size_t i = 0;
+          while (i + 1 < names.size() && names[i].second != *field) ++i;
+          return i;
+        });
+  }
   // A list of integers, e.g. "[1, 2, 4]".
   void bind(const std::string& path, std::vector<int64_t>* field, std::string help);
   // A list of strings, e.g. "[fc2, \"*.norm\"]".
@@ -57,6 +73,9 @@ class ConfigSchema {
     std::function<std::string()> show;
   };
   void add(Field field);
+  // The field is choices[get()]; set(i) stores choices[i].
+  void bind_choice(const std::string& path, std::string help, std::vector<std::string> choices,
+                   std::function<void(size_t)> set, std::function<size_t()> get);
   template <typename T>
   void bind_list(const std::string& path, std::vector<T>* field, std::string help, const std::string& item,
                  std::function<std::string(const T&)> show_item);

@@ -9,13 +9,30 @@
 #include <vector>
 
 #include "paisoar/parallel/parallel_layout.h"
+#include "paisoar/pipeline/schedule.h"
 #include "paisoar/train/config_schema.h"
 
 namespace paisoar::train {
 
+// The keys with a fixed set of choices, parsed once by the schema: the YAML
+// text is each value's name (name_of), which dump_config writes back.
+enum class OnBadSample { Raise, Skip };             // data.on_error: raise, skip
+enum class DecayShape { Constant, Cosine, Polynomial };  // schedule.decay: constant, cosine, polynomial
+enum class AmpDtype { Auto, BF16, FP16, FP32 };     // amp.dtype: auto, bf16, fp16, fp32
+enum class OnCheckpointError { Stop, Warn };        // checkpoint.on_error: stop, warn
+// parallel.schedule is a pipeline::Schedule: 1f1b (OneFOneB), gpipe (GPipe).
+
+const char* name_of(OnBadSample v);
+const char* name_of(DecayShape v);
+const char* name_of(AmpDtype v);
+const char* name_of(OnCheckpointError v);
+
 struct ModelConfig {
   std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, mlp, resnet18, resnet50, vgg16
   int64_t num_classes = 10;
+  // mlp: the hidden layers' widths (empty: 512, 256). With parallel.tensor an
+  // even number: each pair is split Megatron-style, one pipeline layer a pair.
+  std::vector<int64_t> hidden;
 };
 
 struct DataConfig {
@@ -28,7 +45,7 @@ struct DataConfig {
   int64_t prefetch_factor = 2;
   bool augment = false;        // idx: RandomAffine; images: RandomResizedCrop + flip
   int64_t image_size = 224;    // folder/shards: the crop side
-  std::string on_error = "raise";  // a bad sample: raise (stop the run) or skip (drop, count)
+  OnBadSample on_error = OnBadSample::Raise;  // a bad sample: raise (stop the run) or skip (drop, count)
 };
 
 struct LoopConfig {
@@ -49,14 +66,14 @@ struct OptimizerConfig {
 };
 
 struct ScheduleConfig {
-  std::string decay = "cosine";  // constant, cosine, polynomial
+  DecayShape decay = DecayShape::Cosine;
   int64_t warmup_steps = 20;
 };
 
 struct AmpConfig {
   // auto (bf16 on CUDA and on CPUs with AVX512-BF16/AMX, fp32 elsewhere:
   // amp/dtype_choice.h), bf16 (autocast), fp16 (autocast + loss scaling), fp32.
-  std::string dtype = "auto";
+  AmpDtype dtype = AmpDtype::Auto;
   double init_scale = 65536.0;     // fp16 loss scaling
   int64_t growth_interval = 2000;
   bool skip_nonfinite = false;     // skip a step with a non-finite loss instead of stopping
@@ -87,7 +104,7 @@ struct ParallelConfig {
   int64_t pipeline = 1;  // stages: the model's layers split by the profiled partition (mlp, fashion_cnn*)
   int64_t tensor = 1;    // ranks each layer is split across, Megatron-style (model.name mlp)
   int64_t micro_batches = 1;      // pipeline: micro-batches per step (replaces train.grad_accumulation)
-  std::string schedule = "1f1b";  // pipeline: 1f1b or gpipe
+  pipeline::Schedule schedule = pipeline::Schedule::OneFOneB;  // pipeline: 1f1b or gpipe
 };
 
 struct CheckpointConfig {
@@ -95,7 +112,7 @@ struct CheckpointConfig {
   int64_t every_steps = 0;  // 0: only at the end
   int64_t keep_last = 3;
   bool resume = true;       // start from the newest complete checkpoint in dir
-  std::string on_error = "stop";  // a failed write: stop (every rank throws) or warn (rank 0 warns, training goes on)
+  OnCheckpointError on_error = OnCheckpointError::Stop;  // a failed write: stop (every rank throws) or warn (rank 0 warns, training goes on)
 };
 
 struct ProfilerConfig {

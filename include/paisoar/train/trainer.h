@@ -75,6 +75,9 @@ struct TrainResult {
   // Training time (evaluation excluded) until the first evaluation at or above
   // eval.target_accuracy; -1: not reached or no target.
   double time_to_target_s = -1;
+  // With a pipeline: the measured bubble, 1 - the stages' compute over P x the
+  // slowest stage's step (mean per step), next to (P-1)/(M+P-1); -1 without.
+  double pipeline_bubble = -1;
 };
 
 // With parallel.pipeline or parallel.tensor > 1 (docs/PARALLEL.md) the ranks

@@ -19,4 +19,10 @@ namespace paisoar::train {
 TrainTask make_task(const TrainConfig& config,
                     const std::shared_ptr<comm::Communicator>& tensor_group = nullptr);
 
+// The same model over the caller's data sets instead of data.*'s (`eval` may
+// be null); the model's input channels are those of train's sample 0.
+TrainTask make_task(const TrainConfig& config, std::shared_ptr<const data::Dataset> train,
+                    std::shared_ptr<const data::Dataset> eval,
+                    const std::shared_ptr<comm::Communicator>& tensor_group = nullptr);
+
 }  // namespace paisoar::train

@@ -1,0 +1,30 @@
+// DataParallelSteps: a step as train.grad_accumulation micro-batches through
+// the whole model, each one forward and backward, the gradients synchronised
+// (DDP or ZeRO) in the last backward only.
+#pragma once
+
+#include "src/train/micro_steps.h"
+
+namespace paisoar::train {
+
+class DataParallelSteps : public MicroSteps {
+ public:
+  // `task` must outlive this. The config's region patterns (`policy`'s, and
+  // activation_checkpointing's when `checkpointing`) are checked against the
+  // regions the model marks in its first forward.
+  DataParallelSteps(const TrainTask& task, int64_t accumulation, const amp::PrecisionPolicy& policy,
+                    bool checkpointing);
+
+  StepOutcome run(int64_t step, StepTools& tools) override;
+  std::shared_ptr<torch::nn::Module> model() const override { return task_.model; }
+  ForwardFn eval_forward() const override { return task_.forward; }
+
+ private:
+  const TrainTask& task_;
+  const LossFn loss_;
+  const int64_t accumulation_;
+  bool policy_checked_;         // amp.fp32_modules / low_modules matched a region (or there are none)
+  bool checkpointing_checked_;  // activation_checkpointing matched a region (or it is off)
+};
+
+}  // namespace paisoar::train

@@ -1,0 +1,83 @@
+// MicroSteps: the forward and backward passes of one optimizer step's
+// micro-batches, the part of a step that differs between data parallelism
+// (DataParallelSteps: gradient accumulation over the loader's micro-batches)
+// and a pipeline (PipelineSteps: the stage's share of a pipelined step).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "paisoar/amp/finite_loss_check.h"
+#include "paisoar/amp/grad_scaler.h"
+#include "paisoar/data/data_loader.h"
+#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/profiler/step_profiler.h"
+#include "paisoar/train/trainer.h"
+#include "src/train/grad_sync.h"
+#include "src/train/precision_context.h"
+#include "src/train/run_report.h"
+
+namespace paisoar::train {
+
+using ForwardFn = std::function<torch::Tensor(const torch::Tensor&)>;
+using LossFn = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+
+// task.loss, or cross entropy when it is unset.
+LossFn loss_of(const TrainTask& task);
+
+// What one step's micro-batches leave besides the gradients.
+struct StepOutcome {
+  double loss = 0;    // this rank's mean loss of the step
+  double wait_s = 0;  // waited for the loader, summed over the micro-batches
+  bool skip = false;  // a non-finite loss, agreed by every rank: no update this step
+};
+
+// The run's parts a step uses; they belong to the TrainRun and outlive every call.
+struct StepTools {
+  data::DataLoader& loader;
+  profiler::StepProfiler& prof;
+  GradSync& sync;
+  amp::FiniteLossCheck& finite_loss;
+  amp::GradScaler& scaler;
+  const Precision& precision;
+  memory::CheckpointRegions* recompute;  // null: activation checkpointing is off
+  torch::Device device;                  // the model's
+};
+
+class MicroSteps {
+ public:
+  virtual ~MicroSteps() = default;
+
+  // Collective. Reads the step's micro-batches and leaves their gradients in
+  // model() (synchronised by tools.sync in the last backward; dropped with
+  // the rest of the step when a loss is not finite). The caller zeroes the
+  // gradients before and steps the optimizer after.
+  virtual StepOutcome run(int64_t step, StepTools& tools) = 0;
+
+  // The module this rank trains (a pipeline: its stage).
+  virtual std::shared_ptr<torch::nn::Module> model() const = 0;
+  // Once, after tools.sync.start(): a pipeline arms the synchroniser before
+  // its last backward of each step.
+  virtual void attach(GradSync& sync) { (void)sync; }
+  // The evaluation's forward (logits, or undefined where this rank holds none).
+  virtual ForwardFn eval_forward() const = 0;
+  virtual bool holds_logits() const { return true; }
+  // Collective over `world`, once at the run's end: a pipeline gathers its
+  // stages' times, the lead prints them; returns the measured bubble (-1: no pipeline).
+  virtual double report_stages(RunReport& report, comm::Communicator& world) {
+    (void)report;
+    (void)world;
+    return -1;
+  }
+
+ protected:
+  // The next micro-batch, its wait timed as DataWait. Throws std::logic_error
+  // when the loader has none (the step loop counts whole steps only).
+  static data::Batch next_batch(StepTools& tools);
+};
+
+}  // namespace paisoar::train

@@ -1,0 +1,81 @@
+// PipelineSteps: the plan (stage_plan.h), the pipeline over the mesh's
+// pipeline group, and a step of one pipeline call, its time split into the
+// stage's forward, backward and waiting on its neighbours (communication).
+#include "src/train/pipeline_steps.h"
+
+#include <optional>
+
+#include "paisoar/parallel/stage_sync.h"
+#include "src/train/stage_plan.h"
+#include "src/train/trainer_checkpoint.h"
+
+namespace paisoar::train {
+
+PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows,
+                             torch::Device device, comm::Communicator& world, parallel::HybridMesh& mesh,
+                             const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler) {
+  std::optional<std::vector<int>> resumed_bounds;
+  if (config.checkpoint.resume) resumed_bounds = checkpointed_pipeline_bounds(checkpoints);
+  const pipeline::PartitionPlan plan =
+      choose_plan(task, config, micro_rows, device, world, resumed_bounds, &description_);
+  bounds_ = bounds_text(plan);
+  pipeline::PipelineOptions options;
+  options.micro_batches = static_cast<int>(config.parallel.micro_batches);
+  options.schedule = config.parallel.schedule;
+  pipe_ = std::make_unique<pipeline::Pipeline>(
+      task.layers, plan, mesh.pipeline_group(),
+      [&scaler, loss = loss_of(task)](const torch::Tensor& out, const torch::Tensor& y) {
+        return scaler.scale(loss(out, y));
+      },
+      options);
+  layout_.stage = pipe_->stage();
+  layout_.stages = static_cast<int>(config.parallel.pipeline);
+  layout_.micro_batches = options.micro_batches;
+  layout_.schedule = pipeline::to_string(options.schedule);
+}
+
+void PipelineSteps::attach(GradSync& sync) {
+  parallel::sync_in_last_backward(*pipe_, [&sync](bool on) {
+    sync.set_sync(on);
+    sync.pre_forward();
+  });
+}
+
+ForwardFn PipelineSteps::eval_forward() const {
+  return [pipe = pipe_.get()](const torch::Tensor& x) { return pipe->infer(x); };
+}
+
+// One pipeline call per step: validate keeps train.grad_accumulation at 1
+// here, the pipeline's micro-batches accumulate instead.
+StepOutcome PipelineSteps::run(int64_t step, StepTools& t) {
+  StepOutcome outcome;
+  const data::Batch batch = next_batch(t);
+  outcome.wait_s += batch.wait_s;
+  torch::Tensor loss;
+  {
+    auto timed = t.prof.phase(profiler::Phase::Forward);
+    PrecisionContext precision(t.precision, t.recompute);
+    loss = pipe_->step(batch.data.to(t.device), batch.labels.to(t.device));
+  }
+  // The pipeline's step ran forwards and backwards interleaved, timed as one
+  // forward phase: its backward passes and its waits are carved out of it.
+  const pipeline::PipelineStepStats& stats = pipe_->last_step();
+  t.prof.add(profiler::Phase::Backward, stats.backward_s, profiler::Phase::Forward);
+  t.prof.add(profiler::Phase::Communication, stats.recv_wait_s, profiler::Phase::Forward);
+  times_.add(stats);
+  if (t.precision.scales_loss()) loss = loss / t.scaler.get_scale();
+  if (!t.finite_loss(loss, step)) {
+    outcome.skip = true;
+    return outcome;
+  }
+  outcome.loss += loss.item<double>();
+  return outcome;
+}
+
+double PipelineSteps::report_stages(RunReport& report, comm::Communicator& world) {
+  const StageReport stages = report_stage_times(world, layout_, times_);
+  if (!stages.table.empty()) report.message(stages.table);
+  return stages.measured_bubble;
+}
+
+}  // namespace paisoar::train

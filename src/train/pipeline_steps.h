@@ -1,0 +1,49 @@
+// PipelineSteps: a step as this rank's stage of a pipelined step over
+// parallel.micro_batches micro-batches (GPipe or 1F1B); the loss, scaled for
+// fp16, is computed on the last stage inside the pipeline's step. The step
+// profile books the stage's forward, backward and waiting on its neighbours;
+// the run ends with every stage's times and the measured bubble.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "paisoar/checkpoint/checkpoint_manager.h"
+#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/pipeline/pipeline.h"
+#include "src/train/micro_steps.h"
+#include "src/train/stage_times.h"
+
+namespace paisoar::train {
+
+class PipelineSteps : public MicroSteps {
+ public:
+  // Collective over `world`: a new run profiles task.layers on `micro_rows`
+  // samples and every rank takes rank 0's cut; a resume cuts where the
+  // checkpoint in `checkpoints` did. `scaler` must outlive this.
+  PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows, torch::Device device,
+                comm::Communicator& world, parallel::HybridMesh& mesh,
+                const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler);
+
+  StepOutcome run(int64_t step, StepTools& tools) override;
+  std::shared_ptr<torch::nn::Module> model() const override { return pipe_->module().ptr(); }
+  // Arms `sync` (set_sync, pre_forward) before the stage's last backward.
+  void attach(GradSync& sync) override;
+  ForwardFn eval_forward() const override;
+  bool holds_logits() const override { return pipe_->is_last(); }
+  double report_stages(RunReport& report, comm::Communicator& world) override;
+
+  // The stages' bounds ("0,2,3"), saved with each checkpoint.
+  const std::string& bounds() const { return bounds_; }
+  // Rank 0: how the layers were split, for the log ("" elsewhere).
+  const std::string& description() const { return description_; }
+
+ private:
+  std::string bounds_, description_;
+  std::unique_ptr<pipeline::Pipeline> pipe_;  // never null
+  StageLayout layout_;
+  StageTimes times_;
+};
+
+}  // namespace paisoar::train

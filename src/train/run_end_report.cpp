@@ -1,0 +1,30 @@
+// report_profile and report_memory: one gather each, in this order on every rank.
+#include "src/train/run_end_report.h"
+
+#include "paisoar/profiler.h"
+#include "src/train/memory_table.h"
+
+namespace paisoar::train {
+
+void report_profile(RunReport& report, comm::Communicator& world, const profiler::StepProfiler& prof,
+                    const RunStats& stats, bool mixed_precision, const std::string& fast_precision) {
+  const auto summary = prof.summary();
+  auto run = profiler::measurements_from(summary);
+  run.per_rank_step_s = profiler::gather_step_times(world, run.step_mean_s);
+  run.loss_scale_history = stats.loss_scales;
+  run.skipped_steps = stats.skipped_steps;
+  run.mixed_precision = mixed_precision;
+  run.fast_precision = fast_precision;
+  if (world.rank() == 0) report.message(profiler::format_report(summary, profiler::advise(run)));
+}
+
+void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats) {
+  mine.peak_activation_bytes = stats.peak_step_bytes;
+  const auto reports = gather_memory_reports(world, mine);
+  if (world.rank() == 0) {
+    report.message("memory per rank (peak act: the most one step allocated above its start)\n" +
+                   memory::format_memory_reports(reports));
+  }
+}
+
+}  // namespace paisoar::train

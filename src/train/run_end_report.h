@@ -1,0 +1,33 @@
+// The reports at the end of a Trainer run, after the summary's figures are
+// known: the profiler's breakdown with its advice, and the per-rank memory
+// table. Both gather from every rank; the lead's RunReport prints them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paisoar/comm/communicator.h"
+#include "paisoar/memory/memory_report.h"
+#include "paisoar/profiler/step_profiler.h"
+#include "src/train/run_report.h"
+
+namespace paisoar::train {
+
+// What the steps leave for the end-of-run reports (this rank's).
+struct RunStats {
+  std::vector<double> loss_scales;  // after each update, when the loss is scaled (for the advisor)
+  int64_t skipped_steps = 0;        // no update: a non-finite loss or inf/NaN gradients
+  int64_t peak_step_bytes = -1;     // the most a step allocated above its start (profiler.memory)
+};
+
+// Collective over `world`: every rank's mean step time is gathered; the lead
+// prints the profile and the advisor's verdicts. `fast_precision`: what to
+// suggest for a compute-bound fp32 run ("" : nothing is faster here).
+void report_profile(RunReport& report, comm::Communicator& world, const profiler::StepProfiler& prof,
+                    const RunStats& stats, bool mixed_precision, const std::string& fast_precision);
+
+// Collective over `world`: every rank's memory (`mine`, its peak step added) is gathered; the lead prints the table.
+void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats);
+
+}  // namespace paisoar::train

@@ -1,0 +1,57 @@
+// RunPlan: every option a Trainer run derives from its validated config,
+// worked out once before the run's parts are built: the loader's share of the
+// batch, the step counts, the scaled learning rate and its schedule, the
+// precision, checkpoints, loss checks and the profiler.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "paisoar/amp/finite_loss_check.h"
+#include "paisoar/amp/grad_scaler.h"
+#include "paisoar/checkpoint/checkpoint_manager.h"
+#include "paisoar/data/data_loader.h"
+#include "paisoar/optim/lr_schedule.h"
+#include "paisoar/profiler/step_profiler.h"
+#include "paisoar/train/train_config.h"
+#include "src/train/precision_context.h"
+
+namespace paisoar::train {
+
+// Where this rank sits, the rest of what the plan depends on.
+struct RankPlace {
+  int64_t rank = 0;                       // in the world
+  int64_t data_rank = 0, data_world = 1;  // along the data dimension (the world without model parallelism)
+  torch::Device device{torch::kCPU};      // the model's
+};
+
+struct RunPlan {
+  data::DataLoaderOptions loader;  // one micro-batch of this rank's share
+  int64_t accumulation = 1;        // micro-batches per optimizer step (1 with a pipeline)
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;         // epochs x steps_per_epoch, or train.max_steps when fewer
+  double lr = 0;                   // optimizer.lr scaled to the global batch
+  optim::LrScheduleOptions schedule;
+  Precision precision;
+  amp::GradScalerOptions scaler;
+  amp::FiniteLossCheckOptions finite_loss;
+  checkpoint::CheckpointOptions checkpoint;
+  profiler::ProfilerOptions profiler;
+};
+
+// The loader's options alone: the loader's count of batches completes the plan.
+data::DataLoaderOptions loader_options(const TrainConfig& config, const RankPlace& place);
+
+// Throws ConfigError when train.batch_size is more than `train_samples` fill once.
+// `batches_per_epoch`: the loader's (with loader_options).
+RunPlan plan_run(const TrainConfig& config, const RankPlace& place, int64_t batches_per_epoch,
+                 int64_t train_samples);
+
+// The run's first line: data, batch split, precision, optimizer, schedule,
+// gradient sync and loader. `replicas`: the data dimension is model replicas.
+std::string header_line(const TrainConfig& config, const RunPlan& plan, int64_t train_samples,
+                        int64_t data_world, bool replicas);
+
+}  // namespace paisoar::train

@@ -1,0 +1,247 @@
+// TrainRun: the member initialisers run in the order of the collectives
+// (checkpoint directory, pipeline plan, ZeRO's shards, the resume); the body
+// starts DDP (its broadcast of the restored weights) before the counting
+// allocator is installed and the lead's report opens.
+#include "src/train/train_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "paisoar/memory/device_memory.h"
+#include "paisoar/memory/tracking_allocator.h"
+#include "paisoar/parallel/replicated_parameters.h"
+#include "paisoar/profiler.h"
+#include "src/train/data_parallel_steps.h"
+#include "src/train/pipeline_steps.h"
+#include "src/train/trainer_evaluate.h"
+
+namespace paisoar::train {
+namespace {
+
+const TrainTask& checked_task(const TrainTask& task) {
+  if (!task.model || !task.forward || !task.train_data) {
+    throw std::invalid_argument("TrainTask: model, forward and train_data are required");
+  }
+  return task;
+}
+
+RankPlace place_of(const comm::Communicator& world, const comm::Communicator& data_comm,
+                   const torch::nn::Module& model) {
+  RankPlace place;
+  place.rank = world.rank();
+  place.data_rank = data_comm.rank();
+  place.data_world = data_comm.size();
+  const auto params = model.parameters();
+  place.device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  return place;
+}
+
+// The pipeline, built first (collective: it profiles), or plain data parallelism.
+std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTask& task, const RunPlan& plan,
+                                            const RankPlace& place, comm::Communicator& world,
+                                            parallel::HybridMesh* mesh,
+                                            const checkpoint::CheckpointManager& checkpoints,
+                                            amp::GradScaler& scaler) {
+  if (c.parallel.pipeline == 1) {
+    return std::make_unique<DataParallelSteps>(task, plan.accumulation, plan.precision.policy,
+                                               !c.activation_checkpointing.empty());
+  }
+  const int64_t micro_rows = plan.loader.batch_size / c.parallel.micro_batches;
+  return std::make_unique<PipelineSteps>(task, c, micro_rows, place.device, world, *mesh, checkpoints, scaler);
+}
+
+}  // namespace
+
+TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared_ptr<comm::Communicator> world,
+                   parallel::HybridMesh* mesh, const RunEnvironment& env)
+    : config_(config),
+      task_(checked_task(task)),
+      world_(std::move(world)),
+      mesh_(mesh),
+      data_comm_(mesh ? mesh->data_group() : world_),
+      place_(place_of(*world_, *data_comm_, *task.model)),
+      loader_(task.train_data, loader_options(config, place_)),
+      plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
+      checkpoints_(open_checkpoints(plan_.checkpoint, world_)),
+      scaler_(plan_.scaler, world_),
+      micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, checkpoints_, scaler_)),
+      sync_(config, micro_->model(), data_comm_, plan_.lr, env.job.local_world_size),  // ZeRO: collective, shards the model now
+      schedule_(sync_.optimizer(), plan_.schedule),
+      state_(trainer_state()),
+      start_(resume()),  // before DDP's reducer exists: it then broadcasts the restored weights
+      config_text_(dump_config(config)),
+      saved_step_(start_.step),
+      finite_loss_(plan_.finite_loss, world_) {
+  if (mesh_) {
+    // One replica's gradients are spread over its stages and tensor shards.
+    SplitModelNorm norm{mesh_->model_group(), world_, {}};
+    if (mesh_->tensor_rank() != 0) norm.uncounted = parallel::tensor_replicated_parameters(*micro_->model());
+    sync_.set_split_model_norm(std::move(norm));
+  }
+  sync_.start();
+  micro_->attach(sync_);
+  if (!config.activation_checkpointing.empty()) recompute_.emplace(config.activation_checkpointing);
+  if (config.profiler.memory && place_.device.type() == c10::DeviceType::CPU) {
+    memory::install_cpu_tracking_allocator();
+  }
+  report_.emplace(config, place_.rank == 0, plan_.total_steps);
+  print_opening();
+  tools_.emplace(StepTools{loader_, *prof_, sync_, finite_loss_, scaler_, plan_.precision,
+                           recompute_ ? &*recompute_ : nullptr, place_.device});
+}
+
+TrainerState TrainRun::trainer_state() {
+  TrainerState state{task_.model.get(), &sync_.optimizer(), &schedule_, &scaler_, sync_.zero()};
+  if (mesh_) {
+    // Each rank holds a part: its stage's (shard of the) layers.
+    state.model = micro_->model().get();
+    state.part_name = "p" + std::to_string(mesh_->pipeline_rank()) + "-t" + std::to_string(mesh_->tensor_rank());
+    state.part_group = data_comm_;
+    state.world = world_;
+    state.part_layout = "pipeline " + std::to_string(config_.parallel.pipeline) + " x tensor " +
+                        std::to_string(config_.parallel.tensor);
+    if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
+  }
+  return state;
+}
+
+ResumePoint TrainRun::resume() {
+  if (!config_.checkpoint.resume) return {};
+  std::optional<ResumePoint> point = restore_trainer_state(checkpoints_, state_, world_);
+  if (!point) return {};
+  if (point->loader.batch % plan_.accumulation != 0) {
+    throw ConfigError("train.grad_accumulation: " + point->path + " stopped at micro-batch " +
+                      std::to_string(point->loader.batch) + ", not a step boundary for " +
+                      std::to_string(plan_.accumulation) +
+                      " micro-batches; resume with the accumulation it was made with");
+  }
+  return *point;
+}
+
+void TrainRun::print_opening() {
+  if (!start_.path.empty()) report_->message("resumed from " + start_.path + " at step " + std::to_string(start_.step));
+  if (mesh_) {
+    auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get());
+    report_->message("parallel: " + mesh_->layout().to_string() +
+                     (pipe ? ", " + std::to_string(config_.parallel.micro_batches) + " micro-batches, " +
+                                 pipeline::to_string(config_.parallel.schedule) + " schedule"
+                           : ""));
+    if (pipe && !pipe->description().empty()) report_->message(pipe->description());
+  }
+  if (config_.profiler.trace_start_step >= 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.run_dir, ec);
+  }
+  prof_.emplace(plan_.profiler);
+  report_->message(header_line(config_, plan_, task_.train_data->size(), place_.data_world, mesh_ != nullptr));
+  report_->message("paisoar train: precision " + plan_.precision.name + ": " + plan_.precision.reason);
+}
+
+int64_t TrainRun::begin_epoch(int64_t epoch, int64_t step) {
+  const int64_t first_batch = epoch == start_.loader.epoch ? start_.loader.batch : 0;
+  loader_.start_epoch(epoch, first_batch);
+  report_->begin_epoch(epoch, std::min(plan_.steps_per_epoch - first_batch / plan_.accumulation,
+                                       plan_.total_steps - step));
+  return first_batch / plan_.accumulation;
+}
+
+StepOutcome TrainRun::step(int64_t step) {
+  profiler::StepProfiler& prof = *prof_;
+  prof.begin_step(step);
+  std::optional<memory::PeakMeter> meter;
+  if (config_.profiler.memory) meter.emplace(place_.device);
+  sync_.zero_grad();
+  const StepOutcome outcome = micro_->run(step, *tools_);
+  const auto& reducer_stats = sync_.last_stats();
+  prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
+  profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
+  {
+    auto timed = prof.phase(profiler::Phase::Optimizer);
+    torch::optim::Optimizer& optimizer = sync_.optimizer();
+    if (outcome.skip) {
+      sync_.zero_grad();  // no update: the step's gradients are dropped on every rank
+      ++stats_.skipped_steps;
+    } else {
+      if (config_.optimizer.clip_grad_norm > 0) {
+        scaler_.unscale_(optimizer);
+        sync_.clip_grad_norm(config_.optimizer.clip_grad_norm);
+      }
+      if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
+      scaler_.update();
+    }
+    schedule_.step();
+  }
+  if (meter) stats_.peak_step_bytes = std::max(stats_.peak_step_bytes, meter->peak_above_start());
+  if (plan_.scaler.enabled) stats_.loss_scales.push_back(scaler_.get_scale());
+  prof.end_step();
+  return outcome;
+}
+
+void TrainRun::save_if_due(int64_t step) {
+  if (checkpoints_.due(step) && save(step)) saved_step_ = step;
+}
+
+bool TrainRun::save(int64_t step) {
+  return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, state_, step, loader_.position(),
+                         config_text_);
+}
+
+void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s) {
+  const double elapsed = train_s - tally.train_start_s;
+  const auto& stats = sync_.last_stats();
+  StepLog log;
+  log.epoch = epoch;
+  log.step = step;
+  log.loss = tally.loss_sum / tally.steps;
+  log.lr = schedule_.get_last_lr()[0];
+  log.ms_per_step = 1e3 * elapsed / tally.steps;
+  log.samples_per_s = config_.train.batch_size * tally.steps / std::max(elapsed, 1e-9);
+  log.data_wait_ms = 1e3 * tally.wait_sum / (tally.steps * plan_.accumulation);
+  log.backward_ms = 1e3 * stats.backward_s;
+  log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
+  log.loss_scale = scaler_.get_scale();
+  report_->log_step(log);
+}
+
+std::function<double()> TrainRun::evaluation() {
+  if (!task_.eval_data) return nullptr;
+  EvalRole role;
+  role.index = place_.data_rank;
+  role.count = place_.data_world;
+  role.counts = micro_->holds_logits() && (!mesh_ || mesh_->tensor_rank() == 0);
+  role.forward = micro_->eval_forward();
+  return [this, role] {
+    return evaluate(task_, *world_, role, config_.data.workers, plan_.precision, config_.data.eval_limit);
+  };
+}
+
+TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& evals) {
+  if (saved_step_ != step) save(step);
+  evals.score_if_unscored();
+  TrainResult result;
+  result.resumed_from = start_.path;
+  result.final_loss = final_loss;
+  result.accuracy = evals.accuracy();
+  result.time_to_target_s = evals.time_to_target_s();
+  result.steps = step - start_.step;
+  result.global_step = step;
+  result.seconds = evals.seconds();
+  if (config_.profiler.enabled && result.steps > 0) {
+    result.pipeline_bubble = micro_->report_stages(*report_, *world_);
+    report_profile(*report_, *world_, *prof_, stats_, plan_.precision.autocast.enabled,
+                   fast_precision_on(place_.device.type()));
+  }
+  if (config_.profiler.memory) {
+    report_memory(*report_, *world_, sync_.measure_memory(static_cast<int>(place_.rank), place_.device), stats_);
+  }
+  sync_.finish();
+  const double trained = evals.train_seconds();
+  result.samples_per_s = trained > 0 ? config_.train.batch_size * result.steps / trained : 0;
+  report_->summary(result, config_.eval.target_accuracy);
+  return result;
+}
+
+}  // namespace paisoar::train

@@ -1,0 +1,118 @@
+// TrainRun: the parts of one Trainer::fit, built in the order that pairs
+// their collectives across ranks (the checkpoint directory check, the
+// pipeline's profile, ZeRO's sharding, the resume, DDP's broadcast), one
+// optimizer step over them, the checkpoints, and the end of the run.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "paisoar/amp/finite_loss_check.h"
+#include "paisoar/amp/grad_scaler.h"
+#include "paisoar/checkpoint/checkpoint_manager.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/data/data_loader.h"
+#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/optim/lr_schedule.h"
+#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/profiler/step_profiler.h"
+#include "paisoar/train/trainer.h"
+#include "src/train/eval_schedule.h"
+#include "src/train/grad_sync.h"
+#include "src/train/micro_steps.h"
+#include "src/train/run_end_report.h"
+#include "src/train/run_plan.h"
+#include "src/train/run_report.h"
+#include "src/train/trainer_checkpoint.h"
+
+namespace paisoar::train {
+
+// One epoch's running figures for its progress lines.
+struct EpochTally {
+  explicit EpochTally(double train_start_s) : train_start_s(train_start_s) {}
+  void add(const StepOutcome& outcome) {
+    loss_sum += outcome.loss;
+    wait_sum += outcome.wait_s;
+    ++steps;
+  }
+  double mean_loss() const { return steps > 0 ? loss_sum / steps : 0; }
+
+  double train_start_s;  // the training clock (EvalSchedule::train_seconds) at the epoch's start
+  double loss_sum = 0, wait_sum = 0;
+  int64_t steps = 0;
+};
+
+// Used by one thread per rank. Every rank builds it and calls the same
+// methods with the same arguments: most are collective.
+class TrainRun {
+ public:
+  // Collective over `world`. Checks the task, builds every part and resumes
+  // from the newest checkpoint under checkpoint.resume. `config`, `task` and
+  // `mesh` (null without model parallelism) must outlive the run. `env`:
+  // what the edge read from the environment (the Trainer's RunEnvironment).
+  TrainRun(const TrainConfig& config, const TrainTask& task, std::shared_ptr<comm::Communicator> world,
+           parallel::HybridMesh* mesh, const RunEnvironment& env);
+  TrainRun(const TrainRun&) = delete;
+  TrainRun& operator=(const TrainRun&) = delete;
+
+  const RunPlan& plan() const { return plan_; }
+  RunReport& report() { return *report_; }
+  // Where the run starts: step 0 and the first batch, or the checkpoint's.
+  const ResumePoint& start() const { return start_; }
+
+  // Starts the loader's epoch at the start's batch (in the epoch resumed) or
+  // at 0, and the epoch's progress bar; returns the epoch's first step index.
+  int64_t begin_epoch(int64_t epoch, int64_t step);
+  // One optimizer step: the micro-steps' forward and backward, then the
+  // update (unless skipped) and the LR schedule's step, profiled.
+  StepOutcome step(int64_t step);
+  // After step `step` (counted from 1): its checkpoint, when one is due.
+  void save_if_due(int64_t step);
+  // The lead's progress line and metrics record for the epoch so far.
+  void log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s);
+  // One evaluation pass (collective); null without task.eval_data.
+  std::function<double()> evaluation();
+
+  // Collective, once, after the last step: the final checkpoint (unless that
+  // step's was written), any evaluation still owed, the end-of-run reports,
+  // the synchroniser's finish and the summary line.
+  TrainResult finish(int64_t step, double final_loss, EvalSchedule& evals);
+
+ private:
+  TrainerState trainer_state();  // what a checkpoint holds, over the parts built so far
+  ResumePoint resume();          // collective: the newest checkpoint restored, or step 0
+  void print_opening();          // the lead's first lines; builds the profiler
+  bool save(int64_t step);       // collective: save_checkpoint under checkpoint.on_error
+
+  const TrainConfig& config_;
+  const TrainTask& task_;
+  const std::shared_ptr<comm::Communicator> world_;
+  parallel::HybridMesh* const mesh_;
+  const std::shared_ptr<comm::Communicator> data_comm_;  // the world without model parallelism
+  const RankPlace place_;
+  data::DataLoader loader_;
+  const RunPlan plan_;
+  checkpoint::CheckpointManager checkpoints_;
+  amp::GradScaler scaler_;
+  std::unique_ptr<MicroSteps> micro_;
+  GradSync sync_;
+  optim::LrSchedule schedule_;
+  const TrainerState state_;
+  const ResumePoint start_;
+  const std::string config_text_;  // dump_config, saved with each checkpoint
+  int64_t saved_step_;             // the step of the newest checkpoint
+  std::optional<memory::CheckpointRegions> recompute_;  // activation_checkpointing
+  amp::FiniteLossCheck finite_loss_;
+  // Built in the constructor's body, after DDP's start: never empty afterwards.
+  std::optional<RunReport> report_;
+  std::optional<profiler::StepProfiler> prof_;
+  std::optional<StepTools> tools_;
+  RunStats stats_;
+};
+
+}  // namespace paisoar::train
