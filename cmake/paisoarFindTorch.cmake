@@ -4,8 +4,9 @@
 # installed paisoarConfig.cmake, so a user's project finds the same LibTorch.
 #
 # Inputs (cache variables or -D):
-#   PAISOAR_PYTHON  the Python whose `import torch` to use; default: the
-#                   project's .venv/bin/python when there is one, else python3.
+#   PAISOAR_PYTHON  the Python whose `import torch` to use; default: $PAISOAR_VENV's
+#                   (the venv scripts/setup.sh made there), else the project's
+#                   .venv/bin/python when there is one, else python3.
 #   Torch_DIR       a LibTorch's share/cmake/Torch (skips asking Python).
 # Outputs: the targets of find_package(Torch); PAISOAR_TORCH_VERSION;
 #   PAISOAR_TORCH_HAS_CUDA (ON for a CUDA build of LibTorch);
@@ -25,7 +26,9 @@ macro(paisoar_find_torch)
   if(NOT Torch_DIR)
     if(NOT PAISOAR_PYTHON)
       set(_paisoar_default_python python3)
-      if(DEFINED PROJECT_SOURCE_DIR AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+      if(DEFINED ENV{PAISOAR_VENV} AND EXISTS "$ENV{PAISOAR_VENV}/bin/python")
+        set(_paisoar_default_python "$ENV{PAISOAR_VENV}/bin/python")  # scripts/setup.sh's venv, when moved
+      elseif(DEFINED PROJECT_SOURCE_DIR AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
         set(_paisoar_default_python "${PROJECT_SOURCE_DIR}/.venv/bin/python")
       endif()
       set(PAISOAR_PYTHON "${_paisoar_default_python}" CACHE FILEPATH
