@@ -3,9 +3,9 @@
 // statistics, per-rank reports).
 #pragma once
 
-#include "paisoar/memory/checkpoint.h"
-#include "paisoar/memory/checkpoint_policy.h"
-#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/activation_checkpoint.h"
+#include "paisoar/memory/activation_checkpoint_policy.h"
+#include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/memory/device_memory.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/memory/tracking_allocator.h"

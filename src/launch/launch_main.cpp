@@ -30,7 +30,7 @@
 #include "launch/rank_log_files.h"
 #include "launch/rank_scratch_dir.h"
 #include "launch/signal_channel.h"
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 #include "launch/supervisor.h"
 
 namespace paisoar {

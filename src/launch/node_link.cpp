@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "launch/rank_process.h"
-#include "launch/store_state.h"
+#include "launch/rendezvous/store_state.h"
 
 namespace paisoar::launch {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "launch/job_events.h"
 #include "launch/signal_channel.h"
-#include "launch/store_client.h"
+#include "launch/rendezvous/store_client.h"
 
 namespace paisoar::launch {
 

@@ -20,7 +20,7 @@
 
 #include "launch/output_relay.h"
 #include "launch/rank_error_file.h"
-#include "launch/store_client.h"
+#include "launch/rendezvous/store_client.h"
 
 namespace paisoar::launch {
 namespace {

@@ -24,7 +24,7 @@ class Communicator;
 namespace paisoar::train {
 
 // How the global gradient norm spans a model split across ranks (pipeline
-// stages, tensor-parallel shards); see parallel::HybridMesh.
+// stages, tensor-parallel shards); see hybrid::HybridMesh.
 struct SplitModelNorm {
   std::shared_ptr<comm::Communicator> model_group;  // the pipeline x tensor ranks of this replica
   std::shared_ptr<comm::Communicator> world;        // ZeRO: the shards are disjoint over all ranks

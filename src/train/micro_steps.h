@@ -14,7 +14,7 @@
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/data/data_loader.h"
-#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/trainer.h"
 #include "src/train/grad_sync.h"

@@ -5,14 +5,14 @@
 
 #include <optional>
 
-#include "paisoar/parallel/stage_sync.h"
+#include "paisoar/hybrid/stage_sync.h"
 #include "src/train/stage_plan.h"
 #include "src/train/trainer_checkpoint.h"
 
 namespace paisoar::train {
 
 PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows,
-                             torch::Device device, comm::Communicator& world, parallel::HybridMesh& mesh,
+                             torch::Device device, comm::Communicator& world, hybrid::HybridMesh& mesh,
                              const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler) {
   std::optional<std::vector<int>> resumed_bounds;
   if (config.checkpoint.resume) resumed_bounds = checkpointed_pipeline_bounds(checkpoints);
@@ -35,7 +35,7 @@ PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, i
 }
 
 void PipelineSteps::attach(GradSync& sync) {
-  parallel::sync_in_last_backward(*pipe_, [&sync](bool on) {
+  hybrid::sync_in_last_backward(*pipe_, [&sync](bool on) {
     sync.set_sync(on);
     sync.pre_forward();
   });

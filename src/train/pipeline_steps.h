@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "paisoar/checkpoint/checkpoint_manager.h"
-#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/pipeline/pipeline.h"
 #include "src/train/micro_steps.h"
 #include "src/train/stage_times.h"
@@ -23,7 +23,7 @@ class PipelineSteps : public MicroSteps {
   // samples and every rank takes rank 0's cut; a resume cuts where the
   // checkpoint in `checkpoints` did. `scaler` must outlive this.
   PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows, torch::Device device,
-                comm::Communicator& world, parallel::HybridMesh& mesh,
+                comm::Communicator& world, hybrid::HybridMesh& mesh,
                 const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler);
 
   StepOutcome run(int64_t step, StepTools& tools) override;

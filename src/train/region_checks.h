@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "paisoar/amp/precision_regions.h"
-#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/train/train_config.h"
 
 namespace paisoar::train {

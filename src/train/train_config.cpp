@@ -133,8 +133,8 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.parallel.pipeline >= 1, "parallel.pipeline", "must be at least 1");
   require(c.parallel.tensor >= 1, "parallel.tensor", "must be at least 1");
   require(c.parallel.micro_batches >= 1, "parallel.micro_batches", "must be at least 1");
-  const parallel::ParallelLayout layout = parallel_layout(c, world_size);
-  const std::string problem = parallel::layout_problem(layout, static_cast<int>(world_size));
+  const hybrid::ParallelLayout layout = parallel_layout(c, world_size);
+  const std::string problem = hybrid::layout_problem(layout, static_cast<int>(world_size));
   require(problem.empty(), "parallel", problem + " (parallel.data 0 takes the rest)");
   require(c.parallel.pipeline == 1 || c.train.grad_accumulation == 1, "train.grad_accumulation",
           "must be 1 with parallel.pipeline > 1; the pipeline's micro-batches accumulate "
@@ -189,8 +189,8 @@ void validate(const TrainConfig& c, int64_t world_size) {
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");
 }
 
-parallel::ParallelLayout parallel_layout(const TrainConfig& c, int64_t world_size) {
-  parallel::ParallelLayout layout;
+hybrid::ParallelLayout parallel_layout(const TrainConfig& c, int64_t world_size) {
+  hybrid::ParallelLayout layout;
   layout.pipeline = static_cast<int>(c.parallel.pipeline);
   layout.tensor = static_cast<int>(c.parallel.tensor);
   const int64_t replica = std::max<int64_t>(1, c.parallel.pipeline * c.parallel.tensor);

@@ -12,7 +12,7 @@
 
 #include "paisoar/memory/device_memory.h"
 #include "paisoar/memory/tracking_allocator.h"
-#include "paisoar/parallel/replicated_parameters.h"
+#include "paisoar/hybrid/replicated_parameters.h"
 #include "paisoar/profiler.h"
 #include "src/train/data_parallel_steps.h"
 #include "src/train/pipeline_steps.h"
@@ -42,7 +42,7 @@ RankPlace place_of(const comm::Communicator& world, const comm::Communicator& da
 // The pipeline, built first (collective: it profiles), or plain data parallelism.
 std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTask& task, const RunPlan& plan,
                                             const RankPlace& place, comm::Communicator& world,
-                                            parallel::HybridMesh* mesh,
+                                            hybrid::HybridMesh* mesh,
                                             const checkpoint::CheckpointManager& checkpoints,
                                             amp::GradScaler& scaler) {
   if (c.parallel.pipeline == 1) {
@@ -56,7 +56,7 @@ std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTas
 }  // namespace
 
 TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared_ptr<comm::Communicator> world,
-                   parallel::HybridMesh* mesh, const RunEnvironment& env)
+                   hybrid::HybridMesh* mesh, const RunEnvironment& env)
     : config_(config),
       task_(checked_task(task)),
       world_(std::move(world)),
@@ -78,7 +78,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   if (mesh_) {
     // One replica's gradients are spread over its stages and tensor shards.
     SplitModelNorm norm{mesh_->model_group(), world_, {}};
-    if (mesh_->tensor_rank() != 0) norm.uncounted = parallel::tensor_replicated_parameters(*micro_->model());
+    if (mesh_->tensor_rank() != 0) norm.uncounted = hybrid::tensor_replicated_parameters(*micro_->model());
     sync_.set_split_model_norm(std::move(norm));
   }
   sync_.start();

@@ -17,9 +17,9 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/data/data_loader.h"
-#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/optim/lr_schedule.h"
-#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/trainer.h"
 #include "src/train/eval_schedule.h"
@@ -56,7 +56,7 @@ class TrainRun {
   // `mesh` (null without model parallelism) must outlive the run. `env`:
   // what the edge read from the environment (the Trainer's RunEnvironment).
   TrainRun(const TrainConfig& config, const TrainTask& task, std::shared_ptr<comm::Communicator> world,
-           parallel::HybridMesh* mesh, const RunEnvironment& env);
+           hybrid::HybridMesh* mesh, const RunEnvironment& env);
   TrainRun(const TrainRun&) = delete;
   TrainRun& operator=(const TrainRun&) = delete;
 
@@ -92,7 +92,7 @@ class TrainRun {
   const TrainConfig& config_;
   const TrainTask& task_;
   const std::shared_ptr<comm::Communicator> world_;
-  parallel::HybridMesh* const mesh_;
+  hybrid::HybridMesh* const mesh_;
   const std::shared_ptr<comm::Communicator> data_comm_;  // the world without model parallelism
   const RankPlace place_;
   data::DataLoader loader_;

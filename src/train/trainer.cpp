@@ -7,7 +7,7 @@
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/progress_board.h"
-#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
 #include "src/train/eval_schedule.h"
 #include "src/train/train_run.h"
 #include "src/util/heartbeat.h"
@@ -18,8 +18,8 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm, R
     : config_(std::move(config)), comm_(std::move(comm)), run_(std::move(run)) {
   if (!comm_) throw std::invalid_argument("Trainer: the communicator is null");
   validate(config_, comm_->size());
-  const parallel::ParallelLayout layout = parallel_layout(config_, comm_->size());
-  if (layout.model_parallel()) mesh_ = std::make_shared<parallel::HybridMesh>(comm_, layout);
+  const hybrid::ParallelLayout layout = parallel_layout(config_, comm_->size());
+  if (layout.model_parallel()) mesh_ = std::make_shared<hybrid::HybridMesh>(comm_, layout);
 }
 
 Trainer::~Trainer() = default;

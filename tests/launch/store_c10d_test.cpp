@@ -20,7 +20,7 @@
 #include <chrono>
 #include <thread>
 
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 #include "paisoar/comm/store.h"
 
 namespace paisoar::launch {

@@ -4,7 +4,7 @@
 // keeps, a wrong token, a server that is no 2.x TCPStore, a store that is not
 // there and one that goes away (all StoreConnectionLost naming the store,
 // never a hang).
-#include "launch/store_client.h"
+#include "launch/rendezvous/store_client.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "launch/free_port.h"
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 namespace paisoar::launch {
 namespace {

@@ -6,7 +6,7 @@
 // oversized fields are malformed; the first bytes of a 1.13 client, whose
 // first byte is a query and not the 2.x handshake, are told apart from the
 // handshake and from clients of no TCPStore at all.
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // wrong token or any other first request is refused, logged with the peer's
 // address, and the other clients go on; a WAIT is answered by another
 // connection's write; the wildcard address and a busy port are clear errors.
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

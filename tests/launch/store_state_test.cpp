@@ -4,7 +4,7 @@
 // barrier counters, delete, key count) and the cases where c10d's server
 // drops the connection. The byte-for-byte comparison with torch's server is
 // in store_transcript_test.cpp; these pin the rules one at a time.
-#include "launch/store_state.h"
+#include "launch/rendezvous/store_state.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "launch/output_relay.h"
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 namespace paisoar::launch::testing {
 namespace {

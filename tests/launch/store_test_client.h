@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 #include "launch/unique_fd.h"
 
 namespace paisoar::launch::testing {

@@ -8,7 +8,7 @@
 // server keeps them in a hash map; its client does not sort either).
 // The transcript's second client, made with a world size, ADDs to "init/"
 // before anything else: the launcher's store refuses it (no token).
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 
 #include <algorithm>
 
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 #include "store_test_client.h"
 #include "store_transcript.h"
 

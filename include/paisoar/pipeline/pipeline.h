@@ -87,7 +87,7 @@ class Pipeline {
 
   // Called before each op of step() with the op and its index in ops(), on
   // the step's thread: e.g. to have data-parallel gradient averaging run in
-  // the stage's last backward only (paisoar/parallel/stage_sync.h). An
+  // the stage's last backward only (paisoar/hybrid/stage_sync.h). An
   // exception from it fails the step as a layer's would.
   using OpHook = std::function<void(const PipelineOp& op, size_t index)>;
   void set_op_hook(OpHook hook) { op_hook_ = std::move(hook); }

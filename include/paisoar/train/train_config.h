@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "paisoar/parallel/parallel_layout.h"
+#include "paisoar/hybrid/parallel_layout.h"
 #include "paisoar/pipeline/schedule.h"
 #include "paisoar/train/config_schema.h"
 
@@ -166,7 +166,7 @@ void validate(const TrainConfig& config, int64_t world_size);
 
 // parallel.data/pipeline/tensor with data 0 resolved against `world_size`
 // (the layout's check is validate's).
-parallel::ParallelLayout parallel_layout(const TrainConfig& config, int64_t world_size);
+hybrid::ParallelLayout parallel_layout(const TrainConfig& config, int64_t world_size);
 
 // Reads `path` (may be empty: defaults) then applies each "key=value".
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -30,7 +30,7 @@
 namespace paisoar::comm {
 class Communicator;
 }
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 class HybridMesh;
 }
 
@@ -110,7 +110,7 @@ class Trainer {
   TrainConfig config_;
   std::shared_ptr<comm::Communicator> comm_;
   RunEnvironment run_;
-  std::shared_ptr<parallel::HybridMesh> mesh_;  // null without model parallelism
+  std::shared_ptr<hybrid::HybridMesh> mesh_;  // null without model parallelism
 };
 
 }  // namespace paisoar::train

@@ -1,10 +1,10 @@
 // sync_in_last_backward: which op of a stage's schedule arms the data-parallel
 // averaging (both schedules end every stage with the last micro-batch's backward).
-#include "paisoar/parallel/stage_sync.h"
+#include "paisoar/hybrid/stage_sync.h"
 
 #include <c10/util/Exception.h>
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 void sync_in_last_backward(pipeline::Pipeline& pipe, std::function<void(bool sync)> arm) {
   TORCH_CHECK(arm, "sync_in_last_backward: the arm function is empty");
@@ -27,4 +27,4 @@ void sync_in_last_backward(pipeline::Pipeline& pipe, ddp::GradientReducer& reduc
   });
 }
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

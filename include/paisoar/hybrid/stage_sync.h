@@ -15,7 +15,7 @@
 #include "paisoar/ddp/gradient_reducer.h"
 #include "paisoar/pipeline/pipeline.h"
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 // Sets `pipe`'s op hook: arm(false) before the step's first op, arm(true)
 // before its last backward. arm must set the synchroniser's sync flag and
@@ -27,4 +27,4 @@ void sync_in_last_backward(pipeline::Pipeline& pipe, std::function<void(bool syn
 // `reducer` must outlive the pipeline's steps.
 void sync_in_last_backward(pipeline::Pipeline& pipe, ddp::GradientReducer& reducer);
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

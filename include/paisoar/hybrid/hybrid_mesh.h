@@ -9,9 +9,9 @@
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/device_mesh.h"
-#include "paisoar/parallel/parallel_layout.h"
+#include "paisoar/hybrid/parallel_layout.h"
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 // Ranks are laid out row-major over (data, pipeline, tensor): the tensor
 // coordinate varies fastest, so a tensor group is consecutive ranks (on one
@@ -45,4 +45,4 @@ class HybridMesh {
   std::shared_ptr<comm::Communicator> model_group_;
 };
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

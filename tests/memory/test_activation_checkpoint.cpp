@@ -80,7 +80,7 @@ TEST(Checkpoint, DropoutMasksAreReplayed) {
   EXPECT_TRUE(torch::equal(next_ckpt, next_plain));
 
   // Without the replay the recomputation draws other masks: other gradients.
-  memory::CheckpointOptions no_replay;
+  memory::ActivationCheckpointOptions no_replay;
   no_replay.preserve_rng_state = false;
   auto unreplayed = memory::CheckpointPolicy({"*"}, no_replay).apply(model);
   torch::manual_seed(10);

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "paisoar/amp/precision_regions.h"
-#include "paisoar/memory/checkpoint.h"
-#include "paisoar/memory/checkpoint_policy.h"
+#include "paisoar/memory/activation_checkpoint.h"
+#include "paisoar/memory/activation_checkpoint_policy.h"
 
 namespace paisoar::memory {
 
@@ -28,7 +28,7 @@ namespace paisoar::memory {
 class CheckpointRegions : public amp::RegionRunner {
  public:
   // Throws std::invalid_argument for an empty pattern.
-  explicit CheckpointRegions(std::vector<std::string> patterns, CheckpointOptions options = {});
+  explicit CheckpointRegions(std::vector<std::string> patterns, ActivationCheckpointOptions options = {});
 
   bool takes(const std::string& name) override;
   torch::Tensor run(const std::string& name, Fn fn, const torch::Tensor& x,
@@ -43,7 +43,7 @@ class CheckpointRegions : public amp::RegionRunner {
 
  private:
   CheckpointPolicy policy_;
-  CheckpointOptions options_;
+  ActivationCheckpointOptions options_;
   std::vector<std::string> seen_;
   int64_t checkpointed_ = 0;
 };

@@ -10,17 +10,17 @@
 #include <optional>
 
 #include "paisoar/ddp/gradient_reducer.h"
-#include "paisoar/parallel.h"
+#include "paisoar/hybrid.h"
 #include "paisoar/pipeline.h"
-#include "tests/parallel/hybrid_testing.h"
+#include "tests/hybrid/hybrid_testing.h"
 #include "tests/pipeline/pipeline_testing.h"
 #include "tests/support/thread_ranks.h"
 
 namespace paisoar {
 namespace {
 
-using parallel::HybridMesh;
-using parallel::ParallelLayout;
+using hybrid::HybridMesh;
+using hybrid::ParallelLayout;
 
 struct HybridCase {
   ParallelLayout layout;
@@ -69,7 +69,7 @@ TEST_P(HybridStep, LossAndGradientsEqualTheSingleProcessStep) {
     std::optional<ddp::GradientReducer> reducer;
     if (!pipe.parameters().empty()) {
       reducer.emplace(pipe.module().ptr(), mesh.data_group());
-      parallel::sync_in_last_backward(pipe, *reducer);
+      hybrid::sync_in_last_backward(pipe, *reducer);
     }
 
     // This replica's contiguous share of the batch.

@@ -1,7 +1,7 @@
 // StoreServer: binds the rendezvous store to one address and runs its
 // thread; the event loop (accepting, authenticating, serving, refusing) is in
 // store_serve_loop.cpp.
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "launch/store_serve_loop.h"
+#include "launch/rendezvous/store_serve_loop.h"
 
 namespace paisoar::launch {
 namespace {

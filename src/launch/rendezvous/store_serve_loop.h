@@ -11,8 +11,8 @@
 #include <map>
 #include <string>
 
-#include "launch/store_protocol.h"
-#include "launch/store_state.h"
+#include "launch/rendezvous/store_protocol.h"
+#include "launch/rendezvous/store_state.h"
 #include "launch/unique_fd.h"
 
 namespace paisoar::launch {

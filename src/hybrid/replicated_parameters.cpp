@@ -1,6 +1,6 @@
 // tensor_replicated_parameters: every parameter minus the shards the
 // tensor-parallel layers hold.
-#include "paisoar/parallel/replicated_parameters.h"
+#include "paisoar/hybrid/replicated_parameters.h"
 
 #include <unordered_set>
 
@@ -8,7 +8,7 @@
 #include "paisoar/tensor_parallel/row_parallel_linear.h"
 #include "paisoar/tensor_parallel/vocab_parallel_embedding.h"
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 std::vector<torch::Tensor> tensor_replicated_parameters(const torch::nn::Module& module) {
   std::unordered_set<const void*> sharded;
@@ -32,4 +32,4 @@ std::vector<torch::Tensor> tensor_replicated_parameters(const torch::nn::Module&
   return replicated;
 }
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

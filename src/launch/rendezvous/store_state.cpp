@@ -1,5 +1,5 @@
 // StoreState: c10d 2.x TCPStore's request semantics over in-memory maps.
-#include "launch/store_state.h"
+#include "launch/rendezvous/store_state.h"
 
 #include <algorithm>
 #include <cerrno>

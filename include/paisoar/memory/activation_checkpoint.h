@@ -35,7 +35,7 @@
 
 namespace paisoar::memory {
 
-struct CheckpointOptions {
+struct ActivationCheckpointOptions {
   // Replay the RNG state of forward in the recomputation (needed for dropout
   // to draw the same masks; costs a generator state copy per segment).
   bool preserve_rng_state = true;
@@ -50,14 +50,14 @@ using SegmentFn = std::function<torch::Tensor(const torch::Tensor&)>;
 // autocast state. Without grad mode, or with nothing requiring grad, this is
 // just fn(x).
 torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& x, std::vector<torch::Tensor> params,
-                         const CheckpointOptions& options = {});
+                         const ActivationCheckpointOptions& options = {});
 
 // A module's forward(x) checkpointed; its parameters are found for you.
 // `module` is a ModuleHolder (torch::nn::Linear, TORCH_MODULE types) or a
 // std::shared_ptr to a module, with forward(Tensor) -> Tensor.
 template <typename ModulePtr>
 torch::Tensor checkpointed(const ModulePtr& module, const torch::Tensor& x,
-                           const CheckpointOptions& options = {}) {
+                           const ActivationCheckpointOptions& options = {}) {
   return checkpoint([m = module](const torch::Tensor& in) mutable { return m->forward(in); }, x,
                     module->parameters(), options);
 }
@@ -69,7 +69,7 @@ class CheckpointedImpl : public torch::nn::Module {
  public:
   // The wrapped module's forward must take one tensor and return one; forward()
   // throws c10::Error naming the module otherwise.
-  explicit CheckpointedImpl(torch::nn::AnyModule module, CheckpointOptions options = {});
+  explicit CheckpointedImpl(torch::nn::AnyModule module, ActivationCheckpointOptions options = {});
 
   torch::Tensor forward(torch::Tensor x);
   void train(bool on = true) override;
@@ -79,7 +79,7 @@ class CheckpointedImpl : public torch::nn::Module {
 
  private:
   torch::nn::AnyModule module_;
-  CheckpointOptions options_;
+  ActivationCheckpointOptions options_;
 };
 TORCH_MODULE(Checkpointed);
 

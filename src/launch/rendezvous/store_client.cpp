@@ -1,6 +1,6 @@
 // StoreClient: connect with retries, token check, requests answered within
 // a deadline, and an asynchronous WAIT.
-#include "launch/store_client.h"
+#include "launch/rendezvous/store_client.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <thread>
 
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 namespace paisoar::launch {
 namespace {

@@ -8,11 +8,11 @@
 
 #include <vector>
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 // The parameters of `module` (recursively) that are not a shard of a
 // ColumnParallelLinear, RowParallelLinear or VocabParallelEmbedding, in
 // module->parameters() order.
 std::vector<torch::Tensor> tensor_replicated_parameters(const torch::nn::Module& module);
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

@@ -3,7 +3,7 @@
 // backward recomputes it under the recorded RNG/autocast state and takes the
 // gradients of the recomputed graph with autograd::grad (which accumulates
 // nothing), then hands them to the outer graph like any other node's.
-#include "paisoar/memory/checkpoint.h"
+#include "paisoar/memory/activation_checkpoint.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/Type.h>
@@ -117,7 +117,7 @@ std::string module_name(const torch::nn::AnyModule& module) {
 }  // namespace
 
 torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& x, std::vector<torch::Tensor> params,
-                         const CheckpointOptions& options) {
+                         const ActivationCheckpointOptions& options) {
   TORCH_CHECK(fn, "checkpoint: no function to run");
   TORCH_CHECK(x.defined(), "checkpoint: the input tensor is undefined");
   std::vector<torch::Tensor> trainable;
@@ -132,7 +132,7 @@ torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& x, std::vecto
   return CheckpointFunction::apply(std::move(segment), x, at::TensorList(trainable));
 }
 
-CheckpointedImpl::CheckpointedImpl(torch::nn::AnyModule module, CheckpointOptions options)
+CheckpointedImpl::CheckpointedImpl(torch::nn::AnyModule module, ActivationCheckpointOptions options)
     : module_(std::move(module)), options_(options) {
   TORCH_CHECK(!module_.is_empty(), "Checkpointed needs a module to wrap");
   paisoar::detail::adopt_module_state(*this, *module_.ptr());

@@ -1,6 +1,6 @@
 // CheckpointPolicy: glob patterns over module paths, applied with the
 // Sequential rewrite shared with amp::PrecisionPolicy.
-#include "paisoar/memory/checkpoint_policy.h"
+#include "paisoar/memory/activation_checkpoint_policy.h"
 
 #include <stdexcept>
 
@@ -9,7 +9,7 @@
 
 namespace paisoar::memory {
 
-CheckpointPolicy::CheckpointPolicy(std::vector<std::string> patterns, CheckpointOptions options)
+CheckpointPolicy::CheckpointPolicy(std::vector<std::string> patterns, ActivationCheckpointOptions options)
     : patterns_(std::move(patterns)), options_(options) {
   for (const auto& p : patterns_) {
     if (p.empty()) {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 
 namespace paisoar::launch::store {
 

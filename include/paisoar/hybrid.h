@@ -3,7 +3,7 @@
 // parameters a global gradient norm counts once. See docs/PARALLEL.md.
 #pragma once
 
-#include "paisoar/parallel/hybrid_mesh.h"
-#include "paisoar/parallel/parallel_layout.h"
-#include "paisoar/parallel/replicated_parameters.h"
-#include "paisoar/parallel/stage_sync.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
+#include "paisoar/hybrid/parallel_layout.h"
+#include "paisoar/hybrid/replicated_parameters.h"
+#include "paisoar/hybrid/stage_sync.h"

@@ -1,10 +1,10 @@
 // HybridMesh: the layout check, the three dimension groups (DeviceMesh) and
 // the model group of each data coordinate.
-#include "paisoar/parallel/hybrid_mesh.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
 
 #include <stdexcept>
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 comm::DeviceMesh HybridMesh::checked_mesh(const std::shared_ptr<comm::Communicator>& world,
                                           const ParallelLayout& layout) {
@@ -26,4 +26,4 @@ HybridMesh::HybridMesh(std::shared_ptr<comm::Communicator> world, ParallelLayout
   }
 }
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

@@ -1,6 +1,6 @@
 // StoreServeLoop: accept, authenticate, serve and refuse connections of the
 // launcher's rendezvous store.
-#include "launch/store_serve_loop.h"
+#include "launch/rendezvous/store_serve_loop.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 
 #include "launch/job_token.h"
 #include "launch/output_relay.h"
-#include "launch/store_server.h"
+#include "launch/rendezvous/store_server.h"
 
 namespace paisoar::launch {
 namespace {

@@ -6,16 +6,16 @@
 
 #include <mutex>
 
-#include "paisoar/parallel.h"
-#include "tests/parallel/hybrid_testing.h"
+#include "paisoar/hybrid.h"
+#include "tests/hybrid/hybrid_testing.h"
 #include "tests/pipeline/pipeline_testing.h"
 #include "tests/support/thread_ranks.h"
 
 namespace paisoar {
 namespace {
 
-using parallel::HybridMesh;
-using parallel::ParallelLayout;
+using hybrid::HybridMesh;
+using hybrid::ParallelLayout;
 
 TEST(HybridMesh, RanksAreLaidOutDataThenPipelineThenTensor) {
   paisoar::testing::run_ranks(8, [](int rank, std::shared_ptr<comm::Communicator> world) {
@@ -54,8 +54,8 @@ TEST(HybridMesh, ALayoutThatDoesNotFitTheWorldIsRefusedOnEveryRank) {
   });
   paisoar::testing::expect_every_rank_failed(
       errors, {"data 1 x pipeline 3 x tensor 1 = 3 ranks", "the world has 4", "product is 4"});
-  EXPECT_EQ(parallel::layout_problem(ParallelLayout{2, 0, 1}, 2), "data 2 x pipeline 0 x tensor 1: every size must be at least 1");
-  EXPECT_EQ(parallel::layout_problem(ParallelLayout{2, 2, 1}, 4), "");
+  EXPECT_EQ(hybrid::layout_problem(ParallelLayout{2, 0, 1}, 2), "data 2 x pipeline 0 x tensor 1: every size must be at least 1");
+  EXPECT_EQ(hybrid::layout_problem(ParallelLayout{2, 2, 1}, 4), "");
 }
 
 TEST(TensorReplicatedParameters, AreThoseNoParallelLayerSplits) {
@@ -65,7 +65,7 @@ TEST(TensorReplicatedParameters, AreThoseNoParallelLayerSplits) {
       return paisoar::testing::make_hybrid_split(paisoar::testing::make_hybrid_reference(), world);
     }, 3);
     std::vector<std::string> names;
-    const auto replicated = parallel::tensor_replicated_parameters(*split);
+    const auto replicated = hybrid::tensor_replicated_parameters(*split);
     for (const auto& p : split->named_parameters()) {
       for (const auto& r : replicated) {
         if (r.is_same(p.value())) names.push_back(p.key());

@@ -1,11 +1,11 @@
 // CheckpointRegions: the region runner that checkpoints matching regions.
-#include "paisoar/memory/checkpoint_regions.h"
+#include "paisoar/memory/activation_checkpoint_regions.h"
 
 #include <algorithm>
 
 namespace paisoar::memory {
 
-CheckpointRegions::CheckpointRegions(std::vector<std::string> patterns, CheckpointOptions options)
+CheckpointRegions::CheckpointRegions(std::vector<std::string> patterns, ActivationCheckpointOptions options)
     : policy_(std::move(patterns), options), options_(options) {}
 
 bool CheckpointRegions::takes(const std::string& name) {

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "paisoar/memory/checkpoint.h"
+#include "paisoar/memory/activation_checkpoint.h"
 
 namespace paisoar::memory {
 
 class CheckpointPolicy {
  public:
   // Throws std::invalid_argument for an empty pattern.
-  explicit CheckpointPolicy(std::vector<std::string> patterns, CheckpointOptions options = {});
+  explicit CheckpointPolicy(std::vector<std::string> patterns, ActivationCheckpointOptions options = {});
 
   bool matches(const std::string& module_name) const;
   bool empty() const { return patterns_.empty(); }
@@ -39,7 +39,7 @@ class CheckpointPolicy {
 
  private:
   std::vector<std::string> patterns_;
-  CheckpointOptions options_;
+  ActivationCheckpointOptions options_;
 };
 
 }  // namespace paisoar::memory

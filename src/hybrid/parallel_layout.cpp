@@ -1,7 +1,7 @@
 // ParallelLayout's text and its check against the world size.
-#include "paisoar/parallel/parallel_layout.h"
+#include "paisoar/hybrid/parallel_layout.h"
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 std::string ParallelLayout::to_string() const {
   return "data " + std::to_string(data) + " x pipeline " + std::to_string(pipeline) + " x tensor " +
@@ -19,4 +19,4 @@ std::string layout_problem(const ParallelLayout& layout, int world_size) {
   return "";
 }
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid

@@ -1,5 +1,5 @@
 // Encoding and decoding of c10d 2.x TCPStore requests and replies.
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 
 #include <algorithm>
 

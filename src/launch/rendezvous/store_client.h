@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/store_protocol.h"
+#include "launch/rendezvous/store_protocol.h"
 #include "launch/unique_fd.h"
 
 namespace paisoar::launch {

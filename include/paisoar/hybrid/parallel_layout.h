@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace paisoar::parallel {
+namespace paisoar::hybrid {
 
 struct ParallelLayout {
   int data = 1;      // D: model replicas, each trained on its share of the batch
@@ -20,4 +20,4 @@ struct ParallelLayout {
 // but the world has 4 ranks; choose sizes whose product is 4".
 std::string layout_problem(const ParallelLayout& layout, int world_size);
 
-}  // namespace paisoar::parallel
+}  // namespace paisoar::hybrid
