@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/paisoar-core/commands.h"
+#include "paisoar/error.h"
 #include "paisoar/comm/env.h"
 #include "paisoar/version.h"
 #include "src/util/fault_point.h"
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } catch (const std::exception& e) {
-    std::cerr << "paisoar: error: " << e.what() << "\n";
+    std::cerr << "paisoar: error: " << paisoar::error_text(e) << "\n";
     return 1;
   }
   return 0;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "apps/paisoar-core/commands.h"
+#include "paisoar/error.h"
 #include "paisoar/comm.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
@@ -41,7 +42,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
     }
     train::validate(config, launched_world_size(a.nproc));
   } catch (const train::ConfigError& e) {
-    std::fprintf(stderr, "paisoar train: %s\n", e.what());
+    std::fprintf(stderr, "paisoar train: %s\n", paisoar::error_text(e));
     return 2;
   }
   relaunch_unless_launched(a.nproc, argc, argv);
@@ -49,7 +50,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   try {
     device = train::resolve_device(config.device, comm::rank_info_from_env().local_rank);
   } catch (const train::ConfigError& e) {
-    std::fprintf(stderr, "paisoar train: %s\n", e.what());
+    std::fprintf(stderr, "paisoar train: %s\n", paisoar::error_text(e));
     return 2;
   }
   // The edge: the environment is read here, once, and passed down.

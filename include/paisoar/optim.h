@@ -1,5 +1,6 @@
 // paisoar's optimizers for large-batch training (torch::optim compatible),
-// with LR schedules and gradient clipping by global norm.
+// with LR schedules, gradient clipping by global norm, and any optimizer's
+// state as named tensors for checkpoints.
 #pragma once
 
 #include "paisoar/optim/flat_buffer.h"
@@ -8,3 +9,4 @@
 #include "paisoar/optim/lamb.h"
 #include "paisoar/optim/lars.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/optim/optimizer_state.h"

@@ -5,6 +5,7 @@
 #include "paisoar/checkpoint.h"
 #include "paisoar/comm.h"
 #include "paisoar/data.h"
+#include "paisoar/format.h"
 #include "paisoar/ddp.h"
 #include "paisoar/grad.h"
 #include "paisoar/hybrid.h"

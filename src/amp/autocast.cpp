@@ -2,6 +2,8 @@
 // through LibTorch 2.x's device-generic autocast API.
 #include "paisoar/amp/autocast.h"
 
+#include <c10/util/Exception.h>
+
 #include <ATen/autocast_mode.h>
 
 #include <stdexcept>
@@ -14,14 +16,14 @@ namespace {
 
 void require_supported(c10::DeviceType device) {
   if (device != c10::DeviceType::CPU && device != c10::DeviceType::CUDA) {
-    throw std::invalid_argument(std::string("autocast supports cpu and cuda devices, not ") +
+    C10_THROW_ERROR(ValueError, std::string("autocast supports cpu and cuda devices, not ") +
                                 c10::DeviceTypeName(device, /*lower_case=*/true));
   }
 }
 
 void check_dtype(c10::DeviceType device, c10::ScalarType dtype) {
   if (dtype != c10::ScalarType::BFloat16 && dtype != c10::ScalarType::Half) {
-    throw std::invalid_argument(std::string("autocast on ") +
+    C10_THROW_ERROR(ValueError, std::string("autocast on ") +
                                 c10::DeviceTypeName(device, /*lower_case=*/true) +
                                 " does not take dtype " + c10::toString(dtype) +
                                 ": use float16 or bfloat16");

@@ -41,7 +41,7 @@ custom_bwd::custom_bwd(torch::autograd::AutogradContext* ctx) {
   TORCH_CHECK(ctx != nullptr, "custom_bwd needs the backward's AutogradContext");
   const auto& saved = ctx->saved_data;
   if (saved.find(kEnabled) == saved.end()) {
-    throw std::logic_error(
+    C10_THROW_ERROR(Error, 
         "custom_bwd: forward() did not construct a paisoar::amp::custom_fwd; "
         "add one at the top of forward() so backward knows its autocast state");
   }

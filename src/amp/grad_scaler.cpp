@@ -6,6 +6,8 @@
 // costs no extra synchronisation and keeps the policy in readable C++.
 #include "paisoar/amp/grad_scaler.h"
 
+#include <c10/util/Exception.h>
+
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -21,7 +23,7 @@ namespace {
 
 void check_positive(const char* name, double value) {
   if (!(value > 0) || !std::isfinite(value)) {
-    throw std::invalid_argument(std::string("GradScaler: ") + name + " must be a positive number, got " +
+    C10_THROW_ERROR(ValueError, std::string("GradScaler: ") + name + " must be a positive number, got " +
                                 std::to_string(value));
   }
 }
@@ -33,10 +35,10 @@ GradScaler::GradScaler(GradScalerOptions options, std::shared_ptr<comm::Communic
   check_positive("init_scale", options_.init_scale);
   check_positive("backoff_factor", options_.backoff_factor);
   if (options_.growth_factor <= 1.0 || options_.backoff_factor >= 1.0) {
-    throw std::invalid_argument("GradScaler: growth_factor must be > 1 and backoff_factor < 1");
+    C10_THROW_ERROR(ValueError, "GradScaler: growth_factor must be > 1 and backoff_factor < 1");
   }
   if (options_.growth_interval < 1) {
-    throw std::invalid_argument("GradScaler: growth_interval must be >= 1");
+    C10_THROW_ERROR(ValueError, "GradScaler: growth_interval must be >= 1");
   }
 }
 
@@ -53,11 +55,11 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   if (!options_.enabled) return;
   PerOptimizer& state = state_of(optimizer);
   if (state.stage == Stage::Unscaled) {
-    throw std::logic_error("GradScaler::unscale_ was already called on this optimizer since the "
+    C10_THROW_ERROR(Error, "GradScaler::unscale_ was already called on this optimizer since the "
                            "last update(); call it once per step");
   }
   if (state.stage == Stage::Stepped) {
-    throw std::logic_error("GradScaler::unscale_ is called after step(); call it before step()");
+    C10_THROW_ERROR(Error, "GradScaler::unscale_ is called after step(); call it before step()");
   }
   // The reciprocal in fp32, as PyTorch computes it, so both give the same bits.
   const float inv_scale = static_cast<float>(1.0 / scale_);
@@ -97,7 +99,7 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   }
   PerOptimizer& state = state_of(optimizer);
   if (state.stage == Stage::Stepped) {
-    throw std::logic_error("GradScaler::step was already called on this optimizer since the last "
+    C10_THROW_ERROR(Error, "GradScaler::step was already called on this optimizer since the last "
                            "update(); call update() once per step");
   }
   if (state.stage == Stage::Ready) unscale_(optimizer);
@@ -110,7 +112,7 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
 void GradScaler::update() {
   if (!options_.enabled) return;
   if (per_optimizer_.empty()) {
-    throw std::logic_error("GradScaler::update: no step() or unscale_() was recorded since the "
+    C10_THROW_ERROR(Error, "GradScaler::update: no step() or unscale_() was recorded since the "
                            "last update(); call scaler.step(optimizer) first");
   }
   bool found_inf = false;
@@ -131,7 +133,7 @@ void GradScaler::update() {
         std::to_string(options_.min_scale) + ", after " + std::to_string(skipped_steps_) +
         " skipped steps: gradients overflow at every scale, so training is unstable. Lower the "
         "learning rate, look for bad values in the data, or train in bf16 (no scaling needed)";
-    if (options_.stop_below_min_scale) throw std::runtime_error(message);
+    if (options_.stop_below_min_scale) C10_THROW_ERROR(Error, message);
     if (!warned_min_scale_) std::cerr << "warning: " << message << std::endl;
     warned_min_scale_ = true;
   }
@@ -153,11 +155,11 @@ void GradScaler::load_state_dict(const std::map<std::string, torch::Tensor>& sta
     auto it = state.find(key);
     if (it == state.end()) {
       if (!required) return std::nullopt;
-      throw std::invalid_argument("GradScaler::load_state_dict: key '" + key +
+      C10_THROW_ERROR(ValueError, "GradScaler::load_state_dict: key '" + key +
                                   "' is missing; was this state saved by a GradScaler?");
     }
     if (!it->second.defined() || it->second.numel() != 1) {
-      throw std::invalid_argument("GradScaler::load_state_dict: '" + key +
+      C10_THROW_ERROR(ValueError, "GradScaler::load_state_dict: '" + key +
                                   "' must hold a single number, got a tensor of shape " +
                                   (it->second.defined() ? c10::str(it->second.sizes()) : "undefined"));
     }

@@ -2,6 +2,8 @@
 // per step between them.
 #include "paisoar/amp/master_weights.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -14,7 +16,7 @@ MasterWeights::MasterWeights(std::vector<torch::Tensor> model_params)
   for (size_t i = 0; i < model_.size(); ++i) {
     const auto& p = model_[i];
     if (!p.is_floating_point()) {
-      throw std::invalid_argument("MasterWeights: parameter " + std::to_string(i) + " is " +
+      C10_THROW_ERROR(ValueError, "MasterWeights: parameter " + std::to_string(i) + " is " +
                                   c10::toString(p.scalar_type()) +
                                   ", not a floating type; pass only the trainable parameters");
     }

@@ -2,6 +2,8 @@
 // module wrapper, and the name-pattern policy.
 #include "paisoar/amp/precision.h"
 
+#include <c10/util/Exception.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <stdexcept>
@@ -17,7 +19,7 @@ Precision parse_precision(const std::string& text) {
   if (text == "low" || text == "bf16" || text == "fp16" || text == "bfloat16" || text == "float16") {
     return Precision::Low;
   }
-  throw std::invalid_argument("unknown precision '" + text +
+  C10_THROW_ERROR(ValueError, "unknown precision '" + text +
                               "': use fp32 (or full), low (or bf16/fp16), or inherit");
 }
 
@@ -93,12 +95,12 @@ PrecisionPolicy PrecisionPolicy::from_yaml(const std::string& yaml_text) {
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(std::string("precision policy: not valid YAML: ") + e.what());
+    C10_THROW_ERROR(ValueError, std::string("precision policy: not valid YAML: ") + e.what());
   }
   PrecisionPolicy policy;
   if (root.IsNull()) return policy;
   if (!root.IsMap()) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "precision policy: expected a mapping like `fp32: [head, \"*.norm\"]`, got a " +
         std::string(root.IsSequence() ? "list" : "scalar"));
   }
@@ -111,13 +113,13 @@ PrecisionPolicy PrecisionPolicy::from_yaml(const std::string& yaml_text) {
     } else if (patterns.IsSequence()) {
       for (const auto& pattern : patterns) {
         if (!pattern.IsScalar()) {
-          throw std::invalid_argument("precision policy: '" + key +
+          C10_THROW_ERROR(ValueError, "precision policy: '" + key +
                                       "' must list module-name patterns (strings)");
         }
         policy.add(pattern.as<std::string>(), precision);
       }
     } else {
-      throw std::invalid_argument("precision policy: '" + key +
+      C10_THROW_ERROR(ValueError, "precision policy: '" + key +
                                   "' must be a pattern or a list of patterns");
     }
   }
@@ -125,7 +127,7 @@ PrecisionPolicy PrecisionPolicy::from_yaml(const std::string& yaml_text) {
 }
 
 PrecisionPolicy& PrecisionPolicy::add(std::string pattern, Precision precision) {
-  if (pattern.empty()) throw std::invalid_argument("precision policy: empty module-name pattern");
+  if (pattern.empty()) C10_THROW_ERROR(ValueError, "precision policy: empty module-name pattern");
   rules_.emplace_back(std::move(pattern), precision);
   return *this;
 }

@@ -1,10 +1,10 @@
 // CheckpointManager: file naming, pruning and newest-intact resume over
-// save_safetensors/load_safetensors. Names are parsed strictly, so an
+// format::save_safetensors/format::load_safetensors. Names are parsed strictly, so an
 // AtomicFile temporary ("step-...safetensors.tmp.<pid>.<n>") is never taken
 // for a checkpoint.
 #include "paisoar/checkpoint/checkpoint_manager.h"
 
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 #include "src/util/atomic_file.h"
 
 #include <c10/util/Exception.h>
@@ -52,8 +52,8 @@ CheckpointManager::CheckpointManager(CheckpointOptions options) : options_(std::
               error.message(), "; choose a directory you can write to");
   try {
     util::AtomicFile probe(options_.dir + "/.paisoar-write-check");  // removed uncommitted
-  } catch (const std::runtime_error& e) {
-    TORCH_CHECK(false, "CheckpointManager: checkpoint directory '", options_.dir, "' is not writable (", e.what(),
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "CheckpointManager: checkpoint directory '", options_.dir, "' is not writable (", e.what_without_backtrace(),
                 ")");
   }
   for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
@@ -71,12 +71,12 @@ std::string CheckpointManager::path_for(int64_t step) const {
   return options_.dir + "/" + name;
 }
 
-void CheckpointManager::save(int64_t step, const TensorMap& tensors, const Metadata& metadata) {
+void CheckpointManager::save(int64_t step, const format::TensorMap& tensors, const format::Metadata& metadata) {
   TORCH_CHECK(step >= 0, "CheckpointManager::save: step is ", step, "; it must be >= 0");
   if (options_.rank != 0) return;
-  Metadata with_step = metadata;
+  format::Metadata with_step = metadata;
   with_step["paisoar.step"] = std::to_string(step);
-  save_safetensors(path_for(step), tensors, with_step);
+  format::save_safetensors(path_for(step), tensors, with_step);
   prune();
 }
 
@@ -106,7 +106,7 @@ std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest() const 
   const std::vector<CheckpointFile> files = list();
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
-      return Loaded{it->step, load_safetensors(it->path)};
+      return Loaded{it->step, format::load_safetensors(it->path)};
     } catch (const c10::Error& e) {
       std::cerr << "warning: skipping checkpoint '" << it->path << "': " << e.what_without_backtrace()
                 << (std::next(it) != files.rend() ? "; falling back to '" + std::next(it)->path + "'" : std::string())

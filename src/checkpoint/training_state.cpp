@@ -18,8 +18,8 @@ namespace {
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kRngTensor = "rng.cpu";
 
-TensorMap module_tensors(const torch::nn::Module& module) {
-  TensorMap tensors;
+format::TensorMap module_tensors(const torch::nn::Module& module) {
+  format::TensorMap tensors;
   for (const auto& item : module.named_parameters()) tensors[kModelPrefix + item.key()] = item.value();
   for (const auto& item : module.named_buffers()) {
     if (item.value().defined()) tensors[kModelPrefix + item.key()] = item.value();
@@ -37,12 +37,12 @@ std::string shape_text(const torch::Tensor& t) {
 
 }  // namespace
 
-void add_module_state(const torch::nn::Module& module, TensorMap& tensors) {
+void add_module_state(const torch::nn::Module& module, format::TensorMap& tensors) {
   for (auto& [name, tensor] : module_tensors(module)) tensors[name] = tensor.detach();
 }
 
-void restore_module_state(torch::nn::Module& module, const Checkpoint& checkpoint) {
-  const TensorMap targets = module_tensors(module);
+void restore_module_state(torch::nn::Module& module, const format::TensorFile& checkpoint) {
+  const format::TensorMap targets = module_tensors(module);
   std::vector<std::string> problems;
   for (const auto& [name, target] : targets) {
     auto it = checkpoint.tensors.find(name);
@@ -73,13 +73,13 @@ void restore_module_state(torch::nn::Module& module, const Checkpoint& checkpoin
   }
 }
 
-void add_rng_state(TensorMap& tensors) {
+void add_rng_state(format::TensorMap& tensors) {
   auto generator = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(generator.mutex());
   tensors[kRngTensor] = generator.get_state();
 }
 
-void restore_rng_state(const Checkpoint& checkpoint) {
+void restore_rng_state(const format::TensorFile& checkpoint) {
   auto it = checkpoint.tensors.find(kRngTensor);
   TORCH_CHECK(it != checkpoint.tensors.end(), "checkpoint '", checkpoint.source, "' holds no '", kRngTensor,
               "' tensor (it was saved without the random generator's state); restore without cpu_rng");
@@ -93,22 +93,22 @@ void restore_rng_state(const Checkpoint& checkpoint) {
   }
 }
 
-Checkpoint capture_training_state(const TrainingState& state, Metadata metadata) {
+format::TensorFile capture_training_state(const TrainingState& state, format::Metadata metadata) {
   for (const auto& [key, value] : metadata) {
     TORCH_CHECK(key.rfind("optim.", 0) != 0 && key.rfind("paisoar.", 0) != 0, "checkpoint: metadata key '", key,
                 "' uses a reserved prefix (optim., paisoar.); rename it");
   }
-  Checkpoint checkpoint;
+  format::TensorFile checkpoint;
   checkpoint.metadata = std::move(metadata);
   if (state.model != nullptr) add_module_state(*state.model, checkpoint.tensors);
-  if (state.optimizer != nullptr) add_optimizer_state(*state.optimizer, checkpoint.tensors, checkpoint.metadata);
+  if (state.optimizer != nullptr) optim::add_optimizer_state(*state.optimizer, checkpoint.tensors, checkpoint.metadata);
   if (state.cpu_rng) add_rng_state(checkpoint.tensors);
   return checkpoint;
 }
 
-void restore_training_state(const TrainingState& state, const Checkpoint& checkpoint) {
+void restore_training_state(const TrainingState& state, const format::TensorFile& checkpoint) {
   if (state.model != nullptr) restore_module_state(*state.model, checkpoint);
-  if (state.optimizer != nullptr) restore_optimizer_state(*state.optimizer, checkpoint);
+  if (state.optimizer != nullptr) optim::restore_optimizer_state(*state.optimizer, checkpoint);
   if (state.cpu_rng) restore_rng_state(checkpoint);
 }
 

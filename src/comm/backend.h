@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "paisoar/comm/store.h"
 #include "src/comm/c10d_types.h"
 
 namespace gloo::transport {
@@ -25,7 +26,12 @@ C10dGroupPtr make_gloo_group(const C10dStorePtr& store, int rank, int size,
                              std::chrono::milliseconds timeout,
                              const std::shared_ptr<::gloo::transport::Device>& device);
 
-// Throws std::runtime_error in builds without CUDA, saying how to build with it.
+// The in-process group of Backend::Threads (backend_threads.cpp). Rank 0
+// publishes the group's id in `store`; the others find it in this process.
+// Throws c10::ValueError when rank 0 is in another process.
+C10dGroupPtr make_thread_group(const Store& store, int rank, int size, std::chrono::milliseconds timeout);
+
+// Throws c10::Error in builds without CUDA, saying how to build with it.
 C10dGroupPtr make_nccl_group(const C10dStorePtr& store, int rank, int size,
                              std::chrono::milliseconds timeout);
 

@@ -1,6 +1,8 @@
 // local_address_towards: pick the interface address facing the master.
 #include "src/comm/bind_address.h"
 
+#include <c10/util/Exception.h>
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -19,7 +21,7 @@ std::string local_address_towards(const std::string& master_addr, int master_por
   std::string port = std::to_string(master_port);
   int rc = getaddrinfo(master_addr.c_str(), port.c_str(), &hints, &found);
   if (rc != 0 || !found) {
-    throw std::runtime_error("cannot resolve MASTER_ADDR '" + master_addr +
+    C10_THROW_ERROR(Error, "cannot resolve MASTER_ADDR '" + master_addr +
                              "': " + gai_strerror(rc) + "; give an IP address or a host name "
                              "that resolves on every node");
   }
@@ -41,7 +43,7 @@ std::string local_address_towards(const std::string& master_addr, int master_por
   }
   freeaddrinfo(found);
   if (result.empty()) {
-    throw std::runtime_error("no local network route to MASTER_ADDR '" + master_addr +
+    C10_THROW_ERROR(Error, "no local network route to MASTER_ADDR '" + master_addr +
                              "'; set GLOO_SOCKET_IFNAME to the interface to use");
   }
   return result;

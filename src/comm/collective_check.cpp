@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "src/comm/group_state.h"
+#include "paisoar/error.h"
 
 namespace paisoar::comm::detail {
 namespace {
@@ -64,9 +65,9 @@ std::string begin_collective(GroupState& state, const char* op, const at::Tensor
   try {
     ::c10d::AllgatherOptions opts;
     opts.timeout = state.options.timeout;
-    state.gloo->allgather(outputs, inputs, opts)->wait();
+    state.cpu->allgather(outputs, inputs, opts)->wait();
   } catch (const std::exception& e) {
-    throw_comm_error(context + " (argument check)", e.what(), state.options.timeout);
+    throw_comm_error(context + " (argument check)", error_text(e), state.options.timeout);
   }
   auto rows = all.accessor<int64_t, 2>();
   for (int r = 0; r < state.size; ++r) {

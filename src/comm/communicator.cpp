@@ -2,6 +2,9 @@
 // and choosing the c10d backend for a tensor. Collectives are in collectives.cpp
 // and reductions.cpp.
 #include "paisoar/comm/communicator.h"
+#include "paisoar/error.h"
+
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,6 +19,7 @@ namespace paisoar::comm {
 namespace detail {
 
 C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
+  if (options.backend == Backend::Threads) return *cpu;
   bool cuda = tensor.defined() && tensor.is_cuda();
   if (!cuda) {
     if (options.backend == Backend::Nccl) {
@@ -24,9 +28,9 @@ C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
                           "move it with .to(torch::kCUDA) or use backend 'auto'",
                       CommError::Cause::InvalidArgument);
     }
-    return *gloo;
+    return *cpu;
   }
-  if (options.backend == Backend::Gloo) return *gloo;
+  if (options.backend == Backend::Gloo) return *cpu;
   if (!nccl) nccl = make_nccl_group(store.with_prefix("nccl").impl()->store, rank, size,
                                     options.timeout);
   return *nccl;
@@ -37,6 +41,13 @@ void GroupState::keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>
                                  [](const auto& w) { return w->is_completed(); }),
                   in_flight.end());
   in_flight.insert(in_flight.end(), works.begin(), works.end());
+}
+
+void GroupState::form_cpu_group() {
+  const C10dStorePtr& c10d_store = store.impl()->store;
+  cpu = options.backend == Backend::Threads
+            ? make_thread_group(store, rank, size, options.timeout)
+            : make_gloo_group(c10d_store, rank, size, options.timeout, gloo_device);
 }
 
 std::string GroupState::describe(const std::string& op) const {
@@ -54,7 +65,7 @@ Communicator::~Communicator() = default;
 std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank, int size,
                                                    const CommOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw std::invalid_argument("Communicator::create: rank " + std::to_string(rank) +
+    C10_THROW_ERROR(ValueError, "Communicator::create: rank " + std::to_string(rank) +
                                 " is not in a group of size " + std::to_string(size));
   }
   // Each create() over the same store (a job restarted in-process, several worlds
@@ -68,7 +79,7 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
   for (int r = 0; r < size; ++r) state->global_ranks.push_back(r);
   state->options = options;
   if (state->options.segment_bytes < 1024) {
-    throw std::invalid_argument("CommOptions::segment_bytes (PAISOAR_SEGMENT_BYTES) is " +
+    C10_THROW_ERROR(ValueError, "CommOptions::segment_bytes (PAISOAR_SEGMENT_BYTES) is " +
                                 std::to_string(state->options.segment_bytes) +
                                 ": use at least 1024 bytes (default 1 MiB)");
   }
@@ -80,12 +91,13 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
                             ? "127.0.0.1"
                             : detail::local_address_towards(store_host, store.port());
   try {
-    state->gloo_device = detail::make_gloo_device(address, options.socket_ifname);
-    state->gloo = detail::make_gloo_group(state->store.impl()->store, rank, size,
-                                          state->options.timeout, state->gloo_device);
+    if (options.backend != Backend::Threads) {
+      state->gloo_device = detail::make_gloo_device(address, options.socket_ifname);
+    }
+    state->form_cpu_group();
   } catch (const std::exception& e) {
     throw CommError("could not form group 'world' as rank " + std::to_string(rank) + " of " +
-                        std::to_string(size) + " (bound to " + address + "): " + e.what() +
+                        std::to_string(size) + " (bound to " + address + "): " + error_text(e) +
                         "\n  check that all " + std::to_string(size) +
                         " ranks were started with the same MASTER_ADDR/MASTER_PORT and that "
                         "this address is reachable from the other nodes",
@@ -120,7 +132,7 @@ std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
   for (int r : ranks) listed += (listed.empty() ? "" : ",") + std::to_string(r);
   if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() ||
       ranks.front() < 0 || ranks.back() >= parent.size) {
-    throw std::invalid_argument("new_group([" + listed + "]) on group '" + parent.name +
+    C10_THROW_ERROR(ValueError, "new_group([" + listed + "]) on group '" + parent.name +
                                 "' of size " + std::to_string(parent.size) +
                                 ": ranks must be distinct and in [0, " +
                                 std::to_string(parent.size) + ")");
@@ -137,11 +149,10 @@ std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
   state->options = parent.options;
   state->gloo_device = parent.gloo_device;
   try {
-    state->gloo = detail::make_gloo_group(state->store.impl()->store, state->rank, state->size,
-                                          state->options.timeout, state->gloo_device);
+    state->form_cpu_group();
   } catch (const std::exception& e) {
     throw CommError("could not form subgroup [" + listed + "] of '" + parent.name +
-                        "' on rank " + std::to_string(parent.rank) + ": " + e.what() +
+                        "' on rank " + std::to_string(parent.rank) + ": " + error_text(e) +
                         "\n  every rank must call new_group with the same ranks in the "
                         "same order",
                     CommError::Cause::Other);

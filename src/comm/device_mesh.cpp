@@ -1,6 +1,8 @@
 // DeviceMesh: row-major rank grid with one subgroup per dimension.
 #include "paisoar/comm/device_mesh.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -13,12 +15,12 @@ DeviceMesh::DeviceMesh(std::shared_ptr<Communicator> world, std::vector<int> sha
   std::string rendered;
   int64_t product = 1;
   for (int extent : shape_) {
-    if (extent < 1) throw std::invalid_argument("DeviceMesh: every dimension must be >= 1");
+    if (extent < 1) C10_THROW_ERROR(ValueError, "DeviceMesh: every dimension must be >= 1");
     product *= extent;
     rendered += (rendered.empty() ? "" : " x ") + std::to_string(extent);
   }
   if (shape_.empty() || product != world_->size()) {
-    throw std::invalid_argument("DeviceMesh: shape " + rendered + " = " + std::to_string(product) +
+    C10_THROW_ERROR(ValueError, "DeviceMesh: shape " + rendered + " = " + std::to_string(product) +
                                 " ranks, but the world has " + std::to_string(world_->size()) +
                                 "; choose dimensions whose product is the world size");
   }
@@ -27,7 +29,7 @@ DeviceMesh::DeviceMesh(std::shared_ptr<Communicator> world, std::vector<int> sha
   }
   if (names_.size() != shape_.size() ||
       std::set<std::string>(names_.begin(), names_.end()).size() != names_.size()) {
-    throw std::invalid_argument("DeviceMesh: give one distinct name per dimension");
+    C10_THROW_ERROR(ValueError, "DeviceMesh: give one distinct name per dimension");
   }
   // Row-major coordinate of this rank.
   coord_.assign(shape_.size(), 0);
@@ -69,7 +71,7 @@ int DeviceMesh::rank_at(const std::vector<int>& coordinate) const {
 
 std::shared_ptr<Communicator> DeviceMesh::group(int dim) const {
   if (dim < 0 || dim >= ndim()) {
-    throw std::out_of_range("DeviceMesh: dimension " + std::to_string(dim) + " of " +
+    C10_THROW_ERROR(IndexError, "DeviceMesh: dimension " + std::to_string(dim) + " of " +
                             std::to_string(ndim()));
   }
   return groups_[dim];
@@ -80,7 +82,7 @@ int DeviceMesh::dim_index(const std::string& name) const {
   if (it == names_.end()) {
     std::string known;
     for (const auto& n : names_) known += (known.empty() ? "" : ", ") + n;
-    throw std::out_of_range("DeviceMesh has no dimension '" + name + "' (it has " + known + ")");
+    C10_THROW_ERROR(IndexError, "DeviceMesh has no dimension '" + name + "' (it has " + known + ")");
   }
   return static_cast<int>(it - names_.begin());
 }

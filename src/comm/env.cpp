@@ -3,6 +3,8 @@
 // comm_options_from_env: the CommOptions the environment overrides.
 #include "paisoar/comm/env.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -19,7 +21,7 @@ const std::string* find(const EnvMap& env, const std::string& key) {
 int parse_int(const EnvMap& env, const std::string& key) {
   const std::string* value = find(env, key);
   if (!value) {
-    throw std::invalid_argument("environment variable " + key +
+    C10_THROW_ERROR(ValueError, "environment variable " + key +
                                 " is missing: start the program with `paisoar launch` "
                                 "(or set it yourself)");
   }
@@ -31,7 +33,7 @@ int parse_int(const EnvMap& env, const std::string& key) {
     used = 0;
   }
   if (used != value->size() || parsed < 0 || parsed > 1 << 24) {
-    throw std::invalid_argument("environment variable " + key + "='" + *value +
+    C10_THROW_ERROR(ValueError, "environment variable " + key + "='" + *value +
                                 "' is not a non-negative integer");
   }
   return static_cast<int>(parsed);
@@ -66,17 +68,17 @@ void apply_master_overrides(const EnvMap& env, RankInfo& info) {
 
 void validate(const RankInfo& info, const char* rank_var, const char* size_var) {
   if (info.world_size < 1 || info.rank >= info.world_size) {
-    throw std::invalid_argument(std::string(rank_var) + "=" + std::to_string(info.rank) +
+    C10_THROW_ERROR(ValueError, std::string(rank_var) + "=" + std::to_string(info.rank) +
                                 " must be below " + size_var + "=" +
                                 std::to_string(info.world_size));
   }
   if (info.local_world_size < 1 || info.local_rank >= info.local_world_size) {
-    throw std::invalid_argument("local rank " + std::to_string(info.local_rank) +
+    C10_THROW_ERROR(ValueError, "local rank " + std::to_string(info.local_rank) +
                                 " must be below the local world size " +
                                 std::to_string(info.local_world_size));
   }
   if (info.master_port < 1 || info.master_port > 65535) {
-    throw std::invalid_argument("MASTER_PORT=" + std::to_string(info.master_port) +
+    C10_THROW_ERROR(ValueError, "MASTER_PORT=" + std::to_string(info.master_port) +
                                 " is not a TCP port (1-65535)");
   }
 }
@@ -86,14 +88,14 @@ void apply_launcher_store(const EnvMap& env, RankInfo& info) {
   if (!find(env, "PAISOAR_STORE_PORT")) return;
   info.store_port = parse_int(env, "PAISOAR_STORE_PORT");
   if (info.store_port < 1 || info.store_port > 65535) {
-    throw std::invalid_argument("PAISOAR_STORE_PORT=" + std::to_string(info.store_port) +
+    C10_THROW_ERROR(ValueError, "PAISOAR_STORE_PORT=" + std::to_string(info.store_port) +
                                 " is not a TCP port (1-65535)");
   }
   const std::string* addr = find(env, "PAISOAR_STORE_ADDR");
   info.store_addr = addr ? *addr : info.master_addr;
   const std::string* token = find(env, "PAISOAR_JOB_TOKEN");
   if (!token) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "PAISOAR_STORE_PORT is set but PAISOAR_JOB_TOKEN is not: the launcher's rendezvous store "
         "admits only processes with the job's token. Start the program with `paisoar launch`, "
         "or export the job's PAISOAR_JOB_TOKEN");
@@ -133,7 +135,7 @@ RankInfo rank_info_from_env(const EnvMap& env) {
       // Job ids outgrow int; only the last three digits matter here.
       size_t digits = job->find_first_not_of("0123456789");
       if (digits != std::string::npos || job->empty()) {
-        throw std::invalid_argument("environment variable SLURM_JOB_ID='" + *job +
+        C10_THROW_ERROR(ValueError, "environment variable SLURM_JOB_ID='" + *job +
                                     "' is not a job number");
       }
       info.master_port = 29500 + std::stoi(job->substr(job->size() > 3 ? job->size() - 3 : 0));
@@ -147,7 +149,7 @@ RankInfo rank_info_from_env(const EnvMap& env) {
     info.local_rank = parse_int_or(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
     info.local_world_size = parse_int_or(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
     if (!find(env, "MASTER_ADDR") && info.local_world_size != info.world_size) {
-      throw std::invalid_argument(
+      C10_THROW_ERROR(ValueError, 
           "Open MPI does not say where rank 0 runs: export MASTER_ADDR=<host of rank 0> "
           "(for example `mpirun -x MASTER_ADDR=node01 ...`)");
     }

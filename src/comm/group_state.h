@@ -32,8 +32,8 @@ struct GroupState {
   std::string name;
   std::vector<int> global_ranks;
   CommOptions options;
-  std::shared_ptr<::gloo::transport::Device> gloo_device;
-  C10dGroupPtr gloo;  // always present
+  std::shared_ptr<::gloo::transport::Device> gloo_device;  // null under Backend::Threads
+  C10dGroupPtr cpu;  // always present: Gloo, or the in-process group under Backend::Threads
   C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl)
   // Receive buffers; shared so that a Work outliving its Communicator can return one.
   std::shared_ptr<ScratchPool> scratch = std::make_shared<ScratchPool>();
@@ -45,6 +45,8 @@ struct GroupState {
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
+  // Forms `cpu` over `store` (Gloo over gloo_device, or in-process); collective.
+  void form_cpu_group();
   // Whether `group` is this group's NCCL backend (native reduce-scatter,
   // allgather into one tensor, AVG and bf16 reductions).
   bool is_nccl(const C10dGroup& group) const { return nccl && &group == nccl.get(); }

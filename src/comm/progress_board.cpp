@@ -1,6 +1,7 @@
 // ProgressBoard over the group's (already prefixed) store: one key per rank,
 // read back with check() first so a rank that never posted does not block.
 #include "paisoar/comm/progress_board.h"
+#include "paisoar/error.h"
 
 #include "paisoar/comm/communicator.h"
 
@@ -36,7 +37,7 @@ std::string ProgressBoard::behind(int64_t step) const {
 CommError ProgressBoard::explain(const CommError& error, int64_t step) const {
   if (error.cause() != CommError::Cause::Timeout) return error;
   const std::string laggards = behind(step);
-  return CommError(std::string(error.what()) + "\n  this rank (" + std::to_string(rank_) + ") was at step " +
+  return CommError(std::string(error_text(error)) + "\n  this rank (" + std::to_string(rank_) + ") was at step " +
                        std::to_string(step) +
                        (laggards.empty() ? "; no rank is known to be behind it"
                                          : "; behind it: " + laggards + " (stuck, stopped or much slower)"),

@@ -13,6 +13,8 @@ struct RawGlooPeer::Impl {
 
 RawGlooPeer::RawGlooPeer(Communicator& comm) : impl_(std::make_unique<Impl>()) {
   auto& s = comm.state();
+  TORCH_CHECK_VALUE(s.gloo_device != nullptr, "RawGlooPeer: the communicator's backend is 'threads'; "
+                    "the Gloo peer needs a Gloo group (backend auto or gloo)");
   impl_->group = detail::make_gloo_group(s.store.with_prefix("raw_gloo").impl()->store, s.rank,
                                          s.size, s.options.timeout, s.gloo_device);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "src/comm/group_state.h"
+#include "paisoar/error.h"
 #include "src/comm/work_impl.h"
 
 namespace paisoar::comm::detail {
@@ -36,7 +37,7 @@ C10dWorkPtr submit(const std::string& context, const GroupState& state, Submit&&
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {
-    throw_comm_error(context, e.what(), state.options.timeout);
+    throw_comm_error(context, error_text(e), state.options.timeout);
   }
 }
 

@@ -1,6 +1,9 @@
 // Store: c10d TCPStore/HashStore/PrefixStore behind a small value type, and
 // the client side of the launcher store's job-token check.
 #include "paisoar/comm/store.h"
+#include "paisoar/error.h"
+
+#include <c10/util/Exception.h>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -38,7 +41,7 @@ c10::intrusive_ptr<::c10d::TCPStore> make_tcp(const std::string& host, int port,
 Store Store::tcp(const std::string& host, int port, bool is_server, int world_size,
                  std::chrono::milliseconds timeout) {
   if (port < 0 || port > 65535 || (port == 0 && !is_server)) {
-    throw std::invalid_argument("store port " + std::to_string(port) +
+    C10_THROW_ERROR(ValueError, "store port " + std::to_string(port) +
                                 " is not valid: use 1-65535 (0 only on the server)");
   }
   auto impl = std::make_shared<detail::StoreImpl>();
@@ -46,10 +49,10 @@ Store Store::tcp(const std::string& host, int port, bool is_server, int world_si
   try {
     tcp = make_tcp(host, port, is_server, world_size, timeout);
   } catch (const std::exception& e) {
-    throw std::runtime_error(
+    C10_THROW_ERROR(Error, 
         std::string(is_server ? "could not start the rendezvous store on "
                               : "could not reach the rendezvous store at ") +
-        host + ":" + std::to_string(port) + ": " + e.what() +
+        host + ":" + std::to_string(port) + ": " + error_text(e) +
         (is_server ? "\n  is the port already in use? pick another with --master_port "
                      "(0 picks a free one on a single node)"
                    : "\n  check MASTER_ADDR/MASTER_PORT and that rank 0 is running"));
@@ -64,15 +67,15 @@ Store Store::launcher(const std::string& host, int port, const std::string& toke
                       std::chrono::milliseconds timeout) {
   const std::string where = host + ":" + std::to_string(port);
   if (port < 1 || port > 65535) {
-    throw std::invalid_argument("launcher store port " + std::to_string(port) +
+    C10_THROW_ERROR(ValueError, "launcher store port " + std::to_string(port) +
                                 " is not valid: use 1-65535");
   }
   c10::intrusive_ptr<::c10d::TCPStore> tcp;
   try {
     tcp = make_tcp(host, port, false, 1, timeout);
   } catch (const std::exception& e) {
-    throw std::runtime_error("could not reach the launcher's rendezvous store at " + where +
-                             ": " + e.what() +
+    C10_THROW_ERROR(Error, "could not reach the launcher's rendezvous store at " + where +
+                             ": " + error_text(e) +
                              "\n  PAISOAR_STORE_ADDR/PAISOAR_STORE_PORT name the store of the "
                              "`paisoar launch` that started this process; is it still running?");
   }
@@ -84,12 +87,12 @@ Store Store::launcher(const std::string& host, int port, const std::string& toke
   try {
     answer = tcp->compareSet("paisoar/auth", bytes, bytes);
   } catch (const std::exception& e) {
-    throw std::runtime_error("the rendezvous store at " + where +
-                             " closed the connection during the job-token check (" + e.what() +
+    C10_THROW_ERROR(Error, "the rendezvous store at " + where +
+                             " closed the connection during the job-token check (" + error_text(e) +
                              "); is PAISOAR_STORE_PORT the port of a `paisoar launch` store?");
   }
   if (answer != bytes) {
-    throw std::runtime_error("the rendezvous store refused this process: PAISOAR_JOB_TOKEN does "
+    C10_THROW_ERROR(Error, "the rendezvous store refused this process: PAISOAR_JOB_TOKEN does "
                              "not match the job's (store at " + where + ").\n  Start ranks with "
                              "`paisoar launch`, or export the job's PAISOAR_JOB_TOKEN.");
   }

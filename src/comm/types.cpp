@@ -19,6 +19,7 @@ const char* to_string(Backend backend) {
     case Backend::Auto: return "auto";
     case Backend::Gloo: return "gloo";
     case Backend::Nccl: return "nccl";
+    case Backend::Threads: return "threads";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // Work and WorkImpl: waiting for collectives and finishing their results.
 #include "paisoar/comm/work.h"
+#include "paisoar/error.h"
 
 #include "paisoar/comm/types.h"
 #include "src/comm/group_state.h"
@@ -29,7 +30,7 @@ void WorkImpl::wait() {
       try {
         work->wait();
       } catch (const std::exception& e) {
-        throw_comm_error(context_, e.what(), timeout_);
+        throw_comm_error(context_, error_text(e), timeout_);
       }
     }
     for (auto& child : children_) child->wait();

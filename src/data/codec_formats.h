@@ -14,7 +14,7 @@
 namespace paisoar::data {
 
 // The region to decode: `region` itself if it lies inside a height x width
-// image, the whole image if it is empty. Throws std::invalid_argument if it
+// image, the whole image if it is empty. Throws c10::ValueError if it
 // sticks out.
 Region checked_region(const Region& region, int64_t height, int64_t width);
 

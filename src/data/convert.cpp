@@ -2,6 +2,7 @@
 // make_record(i) callback and hand it to write_shard_set. Keys are the record's
 // position, zero-padded to 8 digits ("00000042"), so shards sort and diff well.
 #include "paisoar/data/convert.h"
+#include "paisoar/error.h"
 
 #include <torch/types.h>
 
@@ -30,7 +31,7 @@ std::string checked_image_ext(const std::vector<uint8_t>& bytes, const std::stri
   try {
     info = read_image_info(bytes.data(), bytes.size());
   } catch (const DataError& e) {
-    throw DataError("image '" + path + "': " + e.what() + "; fix or remove the file and convert again");
+    throw DataError("image '" + path + "': " + error_text(e) + "; fix or remove the file and convert again");
   }
   if (info.format == ImageFormat::Jpeg) return "jpg";
   if (info.format == ImageFormat::Png) return "png";

@@ -2,6 +2,8 @@
 // RandomResizedCrop and Resize, plus CenterCrop. Rounding follows Python's
 // round() (ties to even: std::nearbyint) where torchvision uses it.
 #include <algorithm>
+
+#include <c10/util/Exception.h>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -19,7 +21,7 @@ std::string size_text(int64_t h, int64_t w) { return std::to_string(h) + "x" + s
 
 void check_size(int64_t height, int64_t width, const char* who) {
   if (height <= 0 || width <= 0) {
-    throw std::invalid_argument(std::string(who) + ": output size " + size_text(height, width) +
+    C10_THROW_ERROR(ValueError, std::string(who) + ": output size " + size_text(height, width) +
                                 " must be positive");
   }
 }
@@ -29,7 +31,7 @@ void check_size(int64_t height, int64_t width, const char* who) {
 Image crop(const Image& src, const Region& r) {
   if (r.top < 0 || r.left < 0 || r.height <= 0 || r.width <= 0 || r.top + r.height > src.height ||
       r.left + r.width > src.width) {
-    throw std::invalid_argument("crop: region " + size_text(r.height, r.width) + " at (" +
+    C10_THROW_ERROR(ValueError, "crop: region " + size_text(r.height, r.width) + " at (" +
                                 std::to_string(r.top) + ", " + std::to_string(r.left) +
                                 ") is not inside the " + size_text(src.height, src.width) +
                                 " image");
@@ -57,11 +59,11 @@ RandomResizedCrop::RandomResizedCrop(int64_t height, int64_t width, std::array<d
     : height_(height), width_(width), scale_(scale), ratio_(ratio) {
   check_size(height, width, "RandomResizedCrop");
   if (!(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1)) {
-    throw std::invalid_argument("RandomResizedCrop: scale (" + std::to_string(scale[0]) + ", " +
+    C10_THROW_ERROR(ValueError, "RandomResizedCrop: scale (" + std::to_string(scale[0]) + ", " +
                                 std::to_string(scale[1]) + ") must satisfy 0 < min <= max <= 1");
   }
   if (!(ratio[0] > 0 && ratio[0] <= ratio[1])) {
-    throw std::invalid_argument("RandomResizedCrop: ratio (" + std::to_string(ratio[0]) + ", " +
+    C10_THROW_ERROR(ValueError, "RandomResizedCrop: ratio (" + std::to_string(ratio[0]) + ", " +
                                 std::to_string(ratio[1]) + ") must satisfy 0 < min <= max");
   }
 }

@@ -5,6 +5,8 @@
 // other way round.
 #include "paisoar/data/data_loader.h"
 
+#include <c10/util/Exception.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -49,7 +51,7 @@ namespace {
 
 void check_options(const DataLoaderOptions& o) {
   auto fail = [](const std::string& what) {
-    throw std::invalid_argument("DataLoader: " + what);
+    C10_THROW_ERROR(ValueError, "DataLoader: " + what);
   };
   if (o.batch_size < 1) fail("batch_size must be at least 1, got " + std::to_string(o.batch_size));
   if (o.workers < 0) fail("workers must be 0 or more, got " + std::to_string(o.workers));
@@ -68,7 +70,7 @@ SamplerOptions sampler_options(const DataLoaderOptions& o) {
 }
 
 int64_t dataset_size(const std::shared_ptr<const Dataset>& dataset) {
-  if (!dataset) throw std::invalid_argument("DataLoader: the data set is null");
+  if (!dataset) C10_THROW_ERROR(ValueError, "DataLoader: the data set is null");
   return dataset->size();
 }
 
@@ -102,7 +104,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   stop_epoch();
   const int64_t batches = batches_per_epoch();
   if (epoch < 0 || first_batch < 0 || first_batch > batches) {
-    throw std::invalid_argument("DataLoader: position (epoch " + std::to_string(epoch) +
+    C10_THROW_ERROR(ValueError, "DataLoader: position (epoch " + std::to_string(epoch) +
                                 ", batch " + std::to_string(first_batch) +
                                 ") is outside an epoch of " + std::to_string(batches) +
                                 " batches; was the checkpoint made with another batch size "
@@ -154,7 +156,7 @@ void DataLoader::start_workers(Epoch* ep) {
 std::optional<Batch> DataLoader::next() {
   if (!epoch_) {
     if (started_) {
-      throw std::logic_error("DataLoader::next: the epoch stopped on an error; call start_epoch() "
+      C10_THROW_ERROR(Error, "DataLoader::next: the epoch stopped on an error; call start_epoch() "
                              "or set_position(position()) to go on");
     }
     start_epoch(0);

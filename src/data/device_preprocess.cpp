@@ -2,6 +2,8 @@
 // (flip select, convert, affine normalise) on the device.
 #include "paisoar/data/device_preprocess.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -19,7 +21,7 @@ torch::Tensor per_channel(const std::vector<float>& values, int64_t channels, fl
                           const char* name) {
   if (values.empty()) return torch::full({1, channels, 1, 1}, fallback);
   if (values.size() != 1 && static_cast<int64_t>(values.size()) != channels) {
-    throw std::invalid_argument("DevicePreprocess: " + std::string(name) + " has " +
+    C10_THROW_ERROR(ValueError, "DevicePreprocess: " + std::string(name) + " has " +
                                 std::to_string(values.size()) + " values for " +
                                 std::to_string(channels) + " channels; give 1 or " +
                                 std::to_string(channels));
@@ -32,7 +34,7 @@ torch::Tensor per_channel(const std::vector<float>& values, int64_t channels, fl
 
 DevicePreprocess::DevicePreprocess(DevicePreprocessOptions options) : options_(std::move(options)) {
   for (float s : options_.std) {
-    if (!(s > 0)) throw std::invalid_argument("DevicePreprocess: every std must be > 0");
+    if (!(s > 0)) C10_THROW_ERROR(ValueError, "DevicePreprocess: every std must be > 0");
   }
 }
 
@@ -45,7 +47,7 @@ bool DevicePreprocess::flips(int64_t epoch, int64_t index) const {
 torch::Tensor DevicePreprocess::operator()(const Batch& batch) const {
   const auto& x = batch.data;
   if (x.scalar_type() != torch::kUInt8 || x.dim() != 4) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "DevicePreprocess: expects a uint8 [N, C, H, W] batch (set ToTensorOptions::keep_uint8)");
   }
   const int64_t n = x.size(0), channels = x.size(1);

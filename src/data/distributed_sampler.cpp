@@ -2,6 +2,8 @@
 // gives the same permutation Python's DistributedSampler draws.
 #include "paisoar/data/distributed_sampler.h"
 
+#include <c10/util/Exception.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -13,15 +15,15 @@ namespace paisoar::data {
 DistributedSampler::DistributedSampler(int64_t dataset_size, SamplerOptions options)
     : size_(dataset_size), options_(options) {
   if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size) {
-    throw std::invalid_argument("DistributedSampler: rank " + std::to_string(options_.rank) +
+    C10_THROW_ERROR(ValueError, "DistributedSampler: rank " + std::to_string(options_.rank) +
                                 " is outside [0, world_size=" +
                                 std::to_string(options_.world_size) + ")");
   }
   if (size_ < 1) {
-    throw std::invalid_argument("DistributedSampler: the data set is empty; check its path");
+    C10_THROW_ERROR(ValueError, "DistributedSampler: the data set is empty; check its path");
   }
   if (options_.drop_last && size_ < options_.world_size) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "DistributedSampler: drop_last with " + std::to_string(size_) + " samples and " +
         std::to_string(options_.world_size) + " ranks leaves every rank nothing; turn drop_last off");
   }

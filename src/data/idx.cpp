@@ -3,6 +3,8 @@
 // uint32 dimensions, then the big-endian elements.
 #include "paisoar/data/idx.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -24,7 +26,7 @@ struct GzClose {
 using GzFile = std::unique_ptr<gzFile_s, GzClose>;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error("IDX file '" + path + "': " + what);
+  C10_THROW_ERROR(Error, "IDX file '" + path + "': " + what);
 }
 
 c10::ScalarType type_of(uint8_t code, const std::string& path) {

@@ -15,8 +15,8 @@ namespace {
 torch::Tensor read_checked(const std::string& path) {
   try {
     return read_idx(path);
-  } catch (const std::runtime_error& e) {
-    throw DataError(e.what());
+  } catch (const c10::Error& e) {
+    throw DataError(e.what_without_backtrace());
   }
 }
 

@@ -3,6 +3,8 @@
 // have no region decode, so their region is cut from the full decode here.
 #include "paisoar/data/image_codec.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -37,7 +39,7 @@ ImageFormat known_format(const uint8_t* bytes, size_t size) {
 
 void check_channels(int64_t channels, const char* who) {
   if (channels != 1 && channels != 3) {
-    throw std::invalid_argument(std::string(who) + ": channels is " + std::to_string(channels) +
+    C10_THROW_ERROR(ValueError, std::string(who) + ": channels is " + std::to_string(channels) +
                                 "; use 1 (gray) or 3 (RGB)");
   }
 }
@@ -46,7 +48,7 @@ void check_image(const Image& image, const char* who) {
   check_channels(image.channels, who);
   if (image.height <= 0 || image.width <= 0 ||
       image.pixels.size() != static_cast<size_t>(image.height * image.width * image.channels)) {
-    throw std::invalid_argument(std::string(who) + ": the image is empty or its pixels (" +
+    C10_THROW_ERROR(ValueError, std::string(who) + ": the image is empty or its pixels (" +
                                 std::to_string(image.pixels.size()) + " bytes) do not match " +
                                 std::to_string(image.height) + "x" + std::to_string(image.width) +
                                 "x" + std::to_string(image.channels));
@@ -66,7 +68,7 @@ Region checked_region(const Region& region, int64_t height, int64_t width) {
   if (region.height == 0 || region.width == 0) return Region{0, 0, height, width};
   if (region.top < 0 || region.left < 0 || region.height < 0 || region.width < 0 ||
       region.top + region.height > height || region.left + region.width > width) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "decode_image: region (top " + std::to_string(region.top) + ", left " +
         std::to_string(region.left) + ", " + std::to_string(region.height) + "x" +
         std::to_string(region.width) + ") is not inside the " + std::to_string(height) + "x" +

@@ -1,6 +1,7 @@
 // ImageFolder: the shared directory scan (folder_scan.h, torchvision's order)
 // and per-sample read + ImagePipeline, with the file's path added to errors.
 #include "paisoar/data/image_folder.h"
+#include "paisoar/error.h"
 
 #include <algorithm>
 #include <cctype>
@@ -31,7 +32,7 @@ Example ImageFolder::get(int64_t index, SampleRng& rng) const {
   try {
     example.data = pipeline_(bytes.data(), bytes.size(), rng);
   } catch (const DataError& e) {
-    throw DataError(path + ": " + e.what());
+    throw DataError(path + ": " + error_text(e));
   }
   example.label = label;
   return example;

@@ -5,6 +5,8 @@
 // do warnings, because a warning means corrupt or truncated data.
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 
+#include <c10/util/Exception.h>
+
 #include <jpeglib.h>
 
 #include <algorithm>
@@ -228,7 +230,7 @@ struct Compressor {
 
 std::vector<uint8_t> jpeg_encode(const Image& image, int quality) {
   if (quality < 1 || quality > 100) {
-    throw std::invalid_argument("encode_jpeg: quality " + std::to_string(quality) +
+    C10_THROW_ERROR(ValueError, "encode_jpeg: quality " + std::to_string(quality) +
                                 " is outside [1, 100]");
   }
   Compressor c;
@@ -256,7 +258,7 @@ std::vector<uint8_t> jpeg_encode(const Image& image, int quality) {
     // memory libjpeg already freed (it is updated only at the end): leak
     // rather than free it twice.
     c.buffer = nullptr;
-    throw std::runtime_error(std::string("encode_jpeg failed (libjpeg: ") + c.err.message + ")");
+    C10_THROW_ERROR(Error, std::string("encode_jpeg failed (libjpeg: ") + c.err.message + ")");
   }
   return std::vector<uint8_t>(c.buffer, c.buffer + c.buffer_size);
 }

@@ -5,6 +5,8 @@
 // iCCP profile) are dropped.
 #include <png.h>
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
@@ -149,7 +151,7 @@ std::vector<uint8_t> png_encode(const Image& image) {
     png_write_end(handle.png, nullptr);
   };
   if (!run_guarded(handle.state.jump, encode)) {
-    throw std::runtime_error(std::string("encode_png failed (libpng: ") + handle.state.message + ")");
+    C10_THROW_ERROR(Error, std::string("encode_png failed (libpng: ") + handle.state.message + ")");
   }
   return out;
 }

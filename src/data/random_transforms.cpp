@@ -3,6 +3,8 @@
 // Every transform draws the same numbers whether or not it fires, so the
 // stream a later transform sees does not depend on this one's outcome.
 #include <algorithm>
+
+#include <c10/util/Exception.h>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -15,7 +17,7 @@ namespace {
 
 void check_probability(double p, const char* who) {
   if (!(p >= 0 && p <= 1)) {
-    throw std::invalid_argument(std::string(who) + ": p = " + std::to_string(p) +
+    C10_THROW_ERROR(ValueError, std::string(who) + ": p = " + std::to_string(p) +
                                 " must lie in [0, 1]");
   }
 }
@@ -86,12 +88,12 @@ Image affine(const Image& src, double angle_degrees, int64_t tx, int64_t ty, uin
 RandomAffine::RandomAffine(double degrees, std::array<double, 2> translate, uint8_t fill)
     : degrees_(degrees), translate_(translate), fill_(fill) {
   if (!(degrees >= 0)) {
-    throw std::invalid_argument("RandomAffine: degrees = " + std::to_string(degrees) +
+    C10_THROW_ERROR(ValueError, "RandomAffine: degrees = " + std::to_string(degrees) +
                                 " must be >= 0 (the angle is drawn from [-degrees, degrees])");
   }
   for (double t : translate) {
     if (!(t >= 0 && t <= 1)) {
-      throw std::invalid_argument("RandomAffine: translate fraction " + std::to_string(t) +
+      C10_THROW_ERROR(ValueError, "RandomAffine: translate fraction " + std::to_string(t) +
                                   " must lie in [0, 1]");
     }
   }

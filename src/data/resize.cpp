@@ -6,6 +6,8 @@
 // compiler vectorises) and rounded. Weight and intermediate rounding move a
 // result by under 0.01 of a level.
 #include <algorithm>
+
+#include <c10/util/Exception.h>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -104,7 +106,7 @@ Image resize(const Image& src, int64_t out_h, int64_t out_w) {
 Image resize_bilinear(const Image& src, int64_t out_height, int64_t out_width) {
   if (src.empty() || (src.channels != 1 && src.channels != 3) || out_height <= 0 ||
       out_width <= 0) {
-    throw std::invalid_argument(
+    C10_THROW_ERROR(ValueError, 
         "resize_bilinear: cannot resize a " + std::to_string(src.height) + "x" +
         std::to_string(src.width) + "x" + std::to_string(src.channels) + " image to " +
         std::to_string(out_height) + "x" + std::to_string(out_width) +

@@ -2,6 +2,7 @@
 // finds the shard by binary search over the first global index of each, reads
 // the payload (CRC-checked) and decodes it with the ImagePipeline.
 #include "paisoar/data/shard_dataset.h"
+#include "paisoar/error.h"
 
 #include <algorithm>
 
@@ -33,7 +34,7 @@ ShardDataset::ShardDataset(const std::string& dir, ImagePipeline pipeline)
 
 std::pair<const ShardReader*, int64_t> ShardDataset::locate(int64_t index) const {
   if (index < 0 || index >= total_) {
-    throw std::out_of_range("ShardDataset: index " + std::to_string(index) + " is outside [0, " +
+    C10_THROW_ERROR(IndexError, "ShardDataset: index " + std::to_string(index) + " is outside [0, " +
                             std::to_string(total_) + ")");
   }
   // The last shard starting at or before `index`; empty shards share a start
@@ -49,7 +50,7 @@ Example ShardDataset::get(int64_t index, SampleRng& rng) const {
   try {
     example.data = pipeline_(payload.data(), payload.size(), rng);
   } catch (const DataError& e) {
-    throw DataError(describe(index) + ": " + e.what());
+    throw DataError(describe(index) + ": " + error_text(e));
   }
   example.label = shard->entry(i).label;
   return example;

@@ -1,6 +1,7 @@
 // Record keys and the shard index text: formatting, and a strict parser whose
 // errors name the file and line, since a bad index means a bad conversion.
 #include "src/data/shard_index.h"
+#include "paisoar/error.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -101,7 +102,7 @@ std::vector<ShardIndexEntry> parse_index(const std::string& text, const std::str
       check_record_key(e.key);
       check_record_ext(e.ext);
     } catch (const DataError& bad) {
-      fail(idx_path, number, bad.what());
+      fail(idx_path, number, error_text(bad));
     }
     if (const auto [it, fresh] = line_of_key.emplace(e.key, number); !fresh) {
       fail(idx_path, number, "key '" + e.key + "' appears twice (also on line " + std::to_string(it->second) + ")");

@@ -4,6 +4,8 @@
 // Written with nlohmann/json through an AtomicFile; read strictly.
 #include <nlohmann/json.hpp>
 
+#include <c10/util/Exception.h>
+
 #include <fstream>
 #include <limits>
 #include <numeric>
@@ -29,14 +31,14 @@ bool plain_file_name(const std::string& name) {
 
 void write_manifest(const std::string& dir, const ShardManifest& manifest) {
   if (manifest.shards.size() != manifest.records.size()) {
-    throw std::invalid_argument("write_manifest: " + std::to_string(manifest.shards.size()) +
+    C10_THROW_ERROR(ValueError, "write_manifest: " + std::to_string(manifest.shards.size()) +
                                 " shards but " + std::to_string(manifest.records.size()) +
                                 " record counts; give one count per shard");
   }
   nlohmann::json shards = nlohmann::json::array();
   for (size_t i = 0; i < manifest.shards.size(); ++i) {
     if (!plain_file_name(manifest.shards[i]) || manifest.records[i] < 0) {
-      throw std::invalid_argument("write_manifest: shard '" + manifest.shards[i] + "' with " +
+      C10_THROW_ERROR(ValueError, "write_manifest: shard '" + manifest.shards[i] + "' with " +
                                   std::to_string(manifest.records[i]) +
                                   " records: use a file name without '/' and a count >= 0");
     }

@@ -2,6 +2,8 @@
 // member) and the end-of-archive marker lie inside the tar, then serves
 // payloads with pread(2) on one descriptor and verifies their CRC-32.
 #include <fcntl.h>
+
+#include <c10/util/Exception.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -108,7 +110,7 @@ int64_t ShardReader::size() const { return static_cast<int64_t>(impl_->entries.s
 
 const ShardIndexEntry& ShardReader::entry(int64_t i) const {
   if (i < 0 || i >= size()) {
-    throw std::out_of_range("record " + std::to_string(i) + " of shard '" + impl_->path +
+    C10_THROW_ERROR(IndexError, "record " + std::to_string(i) + " of shard '" + impl_->path +
                             "', which has " + std::to_string(size()));
   }
   return impl_->entries[static_cast<size_t>(i)];

@@ -5,6 +5,8 @@
 // read after join).
 #include "src/data/shard_set_writer.h"
 
+#include <c10/util/Exception.h>
+
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -30,12 +32,12 @@ ConvertResult write_shard_set(const std::string& out_dir, int64_t count, std::ve
                               const ConvertOptions& options,
                               const std::function<Record(int64_t)>& make_record) {
   if (options.records_per_shard < 1 || options.workers < 1) {
-    throw std::invalid_argument("convert: records per shard (" + std::to_string(options.records_per_shard) +
+    C10_THROW_ERROR(ValueError, "convert: records per shard (" + std::to_string(options.records_per_shard) +
                                 ") and workers (" + std::to_string(options.workers) + ") must be at least 1");
   }
   fs::create_directories(out_dir);
   if (fs::exists(fs::path(out_dir) / "dataset.json")) {
-    throw std::runtime_error("'" + out_dir + "' already holds a data set (dataset.json); remove it or "
+    C10_THROW_ERROR(Error, "'" + out_dir + "' already holds a data set (dataset.json); remove it or "
                              "choose another output directory");
   }
   const int64_t rps = options.records_per_shard;

@@ -17,8 +17,8 @@ namespace paisoar::data {
 // `make_record(i)` builds record i; it is called from several threads at once
 // (each i once). The first exception from it or from writing stops the other
 // workers and is rethrown once all have joined; the shards already written are
-// removed and no dataset.json appears. Throws std::runtime_error if out_dir
-// already holds a dataset.json, std::invalid_argument for options < 1.
+// removed and no dataset.json appears. Throws c10::Error if out_dir
+// already holds a dataset.json, c10::ValueError for options < 1.
 ConvertResult write_shard_set(const std::string& out_dir, int64_t count, std::vector<std::string> classes,
                               const ConvertOptions& options,
                               const std::function<Record(int64_t)>& make_record);

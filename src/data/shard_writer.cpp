@@ -3,6 +3,8 @@
 // then the index, each through an AtomicFile.
 #include <zlib.h>
 
+#include <c10/util/Exception.h>
+
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -40,7 +42,7 @@ ShardWriter::~ShardWriter() = default;  // an uncommitted AtomicFile removes its
 
 void ShardWriter::add(const Record& record) {
   Impl& s = *impl_;
-  if (!s.tar) throw std::logic_error("ShardWriter::add after finish() for '" + s.tar_path + "'");
+  if (!s.tar) C10_THROW_ERROR(Error, "ShardWriter::add after finish() for '" + s.tar_path + "'");
   check_record_key(record.key);
   check_record_ext(record.ext);
   const std::string where = "shard '" + s.tar_path + "' record key '" + record.key + "'";
@@ -70,7 +72,7 @@ void ShardWriter::add(const Record& record) {
 
 void ShardWriter::finish() {
   Impl& s = *impl_;
-  if (!s.tar) throw std::logic_error("ShardWriter::finish called twice for '" + s.tar_path + "'");
+  if (!s.tar) C10_THROW_ERROR(Error, "ShardWriter::finish called twice for '" + s.tar_path + "'");
   static const char zeros[ustar::kEndOfArchive] = {};
   s.tar->write(zeros, sizeof(zeros));
   // The index goes last: a tar without its .idx is reported as incomplete.

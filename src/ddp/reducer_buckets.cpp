@@ -4,6 +4,8 @@
 // gradients arrived (rank 0's, so every rank regroups the engine the same way).
 #include <torch/torch.h>
 
+#include <c10/util/Exception.h>
+
 #include <stdexcept>
 
 #include "paisoar/comm/communicator.h"
@@ -47,7 +49,7 @@ bool GradientReducer::Impl::adopt(size_t i) {
   const torch::Tensor& g = p.tensor.grad();
   if (paisoar::detail::starts_at(g, flat, p.offset)) return false;
   if (g.defined() && g.scalar_type() != flat.scalar_type()) {
-    throw std::runtime_error("DistributedDataParallel: parameter '" + p.name +
+    C10_THROW_ERROR(Error, "DistributedDataParallel: parameter '" + p.name +
                              "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
                              " but its bucket holds " + c10::toString(flat.scalar_type()) +
                              ": convert the model (model->to(dtype)) before wrapping it, not after");
@@ -70,7 +72,7 @@ void GradientReducer::Impl::check_parameters_unchanged() const {
     const auto& flat = buckets_[p.bucket].flat;
     if (p.tensor.scalar_type() != flat.scalar_type() || p.tensor.device() != flat.device() ||
         engine_->accumulator_replaced(i)) {
-      throw std::runtime_error(
+      C10_THROW_ERROR(Error, 
           "DistributedDataParallel: parameter '" + p.name + "' was converted or replaced after "
           "the model was wrapped (now " + c10::toString(p.tensor.scalar_type()) + " on " +
           p.tensor.device().str() + ", its bucket " + c10::toString(flat.scalar_type()) + " on " +

@@ -3,6 +3,9 @@
 // allreduce: per parameter the ranks that produced a gradient, per rank an
 // error flag; the lowest failing rank's message broadcast to all).
 #include "paisoar/grad/gradient_engine.h"
+#include "paisoar/error.h"
+
+#include <c10/util/Exception.h>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -169,14 +172,14 @@ void GradientEngine::group_complete(size_t g) {
       sink_.local_group_done(g);
     }
   } catch (const std::exception& e) {
-    record_error(e.what());
+    record_error(error_text(e));
   }
 }
 
 void GradientEngine::start_backward() {
   if (options_.one_backward_per_forward && finished_ && sync_) {
     // No collective is pending and every rank runs the same program: safe to throw here.
-    throw std::runtime_error(
+    C10_THROW_ERROR(Error, 
         options_.component +
         ": a second backward after the one that averaged this step's gradients (e.g. "
         "loss1.backward(retain_graph) then loss2.backward()); its gradients would not be averaged. "
@@ -204,7 +207,7 @@ void GradientEngine::start_backward() {
     try {
       if (sink_.adopt(i)) created_[i] = 1;
     } catch (const std::exception& e) {
-      record_error(e.what());
+      record_error(error_text(e));
     }
     mark_ready(i);
   }
@@ -230,7 +233,7 @@ void GradientEngine::on_gradient(size_t index) {
   try {
     if (sink_.adopt(index)) created_[index] = 1;
   } catch (const std::exception& e) {
-    record_error(e.what());  // the group still launches, with this slice as it is
+    record_error(error_text(e));  // the group still launches, with this slice as it is
   }
   arrival_.push_back(index);
   mark_ready(index);
@@ -261,14 +264,14 @@ void GradientEngine::finish_synchronised() {
     try {
       if (sink_.adopt(i)) created_[i] = 1;
     } catch (const std::exception& e) {
-      record_error(e.what());
+      record_error(error_text(e));
     }
     mark_ready(i);
   }
   try {
     sink_.launch_remaining();
   } catch (const std::exception& e) {
-    record_error(e.what());
+    record_error(error_text(e));
   }
   const auto n = static_cast<int64_t>(params_.size());
   const int world = comm_->size();
@@ -292,7 +295,7 @@ void GradientEngine::finish_synchronised() {
   for (int r = 0; r < world; ++r) {
     if (c[n + r] == 0) continue;
     const std::string message = broadcast_text(*comm_, error_, r);
-    throw std::runtime_error(world == 1 ? message
+    C10_THROW_ERROR(Error, world == 1 ? message
                                         : message + " [rank " + std::to_string(r) + " of " +
                                               std::to_string(world) + "; every rank stops at this backward]");
   }
@@ -302,7 +305,7 @@ void GradientEngine::finish_synchronised() {
       if (c[i] == 0) sink_.unused_everywhere(i, created_[i] != 0);
       continue;
     }
-    throw std::runtime_error(
+    C10_THROW_ERROR(Error, 
         options_.component + ": parameter '" + params_[i].name + "' received no gradient in this backward on " +
         std::to_string(world - c[i]) + " of " + std::to_string(world) + " ranks (this rank: " +
         (used_[i] ? "got one" : "none") + "). If the model's forward may leave parameters out of the loss, set " +

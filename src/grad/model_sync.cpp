@@ -2,6 +2,8 @@
 // compared with rank 0's. broadcast_tensors: one flat broadcast per dtype.
 #include "src/grad/model_sync.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -87,7 +89,7 @@ void check_same_tensors(comm::Communicator& comm, const std::string& what,
   for (int r = 1; r < world; ++r) {
     const std::string diff = first_difference(what, r, lists[r], lists[0]);
     if (!diff.empty()) {
-      throw std::runtime_error("DistributedDataParallel: the model differs across ranks: " + diff +
+      C10_THROW_ERROR(Error, "DistributedDataParallel: the model differs across ranks: " + diff +
                                ". Build the same model on every rank before wrapping it.");
     }
   }

@@ -15,7 +15,7 @@ class Communicator;
 
 namespace paisoar::grad::detail {
 
-// Collective. Throws std::runtime_error on every rank when some rank's list of
+// Collective. Throws c10::Error on every rank when some rank's list of
 // (name, tensor) differs from rank 0's, naming the first difference: e.g.
 // "rank 1 has parameter 'fc.weight' with shape [10, 64], rank 0 [10, 128]".
 void check_same_tensors(comm::Communicator& comm, const std::string& what,

@@ -2,15 +2,17 @@
 // the model group of each data coordinate.
 #include "paisoar/hybrid/hybrid_mesh.h"
 
+#include <c10/util/Exception.h>
+
 #include <stdexcept>
 
 namespace paisoar::hybrid {
 
 comm::DeviceMesh HybridMesh::checked_mesh(const std::shared_ptr<comm::Communicator>& world,
                                           const ParallelLayout& layout) {
-  if (!world) throw std::invalid_argument("HybridMesh: the world communicator is null");
+  if (!world) C10_THROW_ERROR(ValueError, "HybridMesh: the world communicator is null");
   const std::string problem = layout_problem(layout, world->size());
-  if (!problem.empty()) throw std::invalid_argument("HybridMesh: " + problem);
+  if (!problem.empty()) C10_THROW_ERROR(ValueError, "HybridMesh: " + problem);
   return comm::DeviceMesh(world, {layout.data, layout.pipeline, layout.tensor}, {"data", "pipeline", "tensor"});
 }
 

@@ -2,6 +2,8 @@
 // Sequential rewrite shared with amp::PrecisionPolicy.
 #include "paisoar/memory/activation_checkpoint_policy.h"
 
+#include <c10/util/Exception.h>
+
 #include <stdexcept>
 
 #include "paisoar/amp/precision.h"
@@ -13,7 +15,7 @@ CheckpointPolicy::CheckpointPolicy(std::vector<std::string> patterns, Activation
     : patterns_(std::move(patterns)), options_(options) {
   for (const auto& p : patterns_) {
     if (p.empty()) {
-      throw std::invalid_argument(
+      C10_THROW_ERROR(ValueError, 
           "activation checkpointing: empty module-name pattern; use a glob over module paths "
           "such as \"blocks.*\"");
     }
@@ -47,7 +49,7 @@ torch::nn::Sequential CheckpointPolicy::apply(const torch::nn::Sequential& model
     if (used[i]) continue;
     std::string names;
     for (const auto& p : paths) names += (names.empty() ? "" : ", ") + p;
-    throw std::invalid_argument("activation checkpointing: pattern '" + patterns_[i] +
+    C10_THROW_ERROR(ValueError, "activation checkpointing: pattern '" + patterns_[i] +
                                 "' matches no module; the modules are: " +
                                 (names.empty() ? "(none: the Sequential is empty)" : names));
   }

@@ -2,6 +2,8 @@
 // and the forward pass.
 #include "paisoar/models/fashion_cnn.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
 
@@ -16,7 +18,7 @@ namespace F = torch::nn::functional;
 
 FashionCnnImpl::FashionCnnImpl(const FashionCnnOptions& options) : options_(options) {
   if (options.num_classes < 1) {
-    throw std::invalid_argument("FashionCnn: num_classes is " + std::to_string(options.num_classes) +
+    C10_THROW_ERROR(ValueError, "FashionCnn: num_classes is " + std::to_string(options.num_classes) +
                                 "; give at least 1");
   }
   const bool bias = !options.batch_norm;

@@ -3,6 +3,8 @@
 // next-token loss.
 #include "paisoar/models/gpt.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/functional/normalization.h>
 #include <torch/nn/init.h>
@@ -22,7 +24,7 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
 }
 
 void check(const GptOptions& o) {
-  auto fail = [](const std::string& what) { throw std::invalid_argument("Gpt: " + what); };
+  auto fail = [](const std::string& what) { C10_THROW_ERROR(ValueError, "Gpt: " + what); };
   if (o.vocab_size < 1 || o.block_size < 1 || o.n_layer < 1 || o.n_head < 1 || o.n_embd < 1) {
     fail("vocab_size, block_size, n_layer, n_head and n_embd must all be at least 1");
   }

@@ -1,6 +1,8 @@
 // models::Mlp: layer construction, option checks and the forward pass.
 #include "paisoar/models/mlp.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/nn/functional/dropout.h>
 
 #include <stdexcept>
@@ -12,16 +14,16 @@ namespace paisoar::models {
 
 MlpImpl::MlpImpl(const MlpOptions& options) : options_(options) {
   if (options.in_features < 1 || options.num_classes < 1) {
-    throw std::invalid_argument("Mlp: in_features (" + std::to_string(options.in_features) + ") and num_classes (" +
+    C10_THROW_ERROR(ValueError, "Mlp: in_features (" + std::to_string(options.in_features) + ") and num_classes (" +
                                 std::to_string(options.num_classes) + ") must be at least 1");
   }
   if (options.dropout < 0.0 || options.dropout >= 1.0) {
-    throw std::invalid_argument("Mlp: dropout is " + std::to_string(options.dropout) + "; give a value in [0, 1)");
+    C10_THROW_ERROR(ValueError, "Mlp: dropout is " + std::to_string(options.dropout) + "; give a value in [0, 1)");
   }
   hidden = register_module("hidden", torch::nn::ModuleList());
   int64_t width = options.in_features;
   for (int64_t h : options.hidden) {
-    if (h < 1) throw std::invalid_argument("Mlp: every hidden width must be at least 1, got " + std::to_string(h));
+    if (h < 1) C10_THROW_ERROR(ValueError, "Mlp: every hidden width must be at least 1, got " + std::to_string(h));
     hidden->push_back(torch::nn::Linear(width, h));
     width = h;
   }

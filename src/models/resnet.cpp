@@ -3,6 +3,8 @@
 // agree.
 #include "paisoar/models/resnet.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/init.h>
 
@@ -69,10 +71,10 @@ torch::Tensor BottleneckImpl::forward(torch::Tensor x) {
 
 ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
   for (int64_t b : options.blocks) {
-    if (b < 1) throw std::invalid_argument("ResNet: every layer needs at least one block");
+    if (b < 1) C10_THROW_ERROR(ValueError, "ResNet: every layer needs at least one block");
   }
   if (options.num_classes < 1 || options.in_channels < 1) {
-    throw std::invalid_argument("ResNet: num_classes and in_channels must be at least 1");
+    C10_THROW_ERROR(ValueError, "ResNet: num_classes and in_channels must be at least 1");
   }
   conv1 = register_module(
       "conv1", torch::nn::Conv2d(

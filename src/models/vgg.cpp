@@ -2,6 +2,8 @@
 // torchvision's order so names, shapes and the seeded weights agree.
 #include "paisoar/models/vgg.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -18,10 +20,10 @@ namespace paisoar::models {
 
 VggImpl::VggImpl(const VggOptions& options) : options_(options) {
   if (options.num_classes < 1) {
-    throw std::invalid_argument("Vgg: num_classes is " + std::to_string(options.num_classes) + "; give at least 1");
+    C10_THROW_ERROR(ValueError, "Vgg: num_classes is " + std::to_string(options.num_classes) + "; give at least 1");
   }
   if (options.dropout < 0.0 || options.dropout >= 1.0) {
-    throw std::invalid_argument("Vgg: dropout is " + std::to_string(options.dropout) + "; give a value in [0, 1)");
+    C10_THROW_ERROR(ValueError, "Vgg: dropout is " + std::to_string(options.dropout) + "; give a value in [0, 1)");
   }
   torch::nn::Sequential stack;
   int64_t channels = 3;
@@ -31,14 +33,14 @@ VggImpl::VggImpl(const VggOptions& options) : options_(options) {
       stack->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
       continue;
     }
-    if (entry < 0) throw std::invalid_argument("Vgg: layer widths must be positive, or kVggPool for a pool");
+    if (entry < 0) C10_THROW_ERROR(ValueError, "Vgg: layer widths must be positive, or kVggPool for a pool");
     stack->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, entry, 3).padding(1)));
     if (options.batch_norm) stack->push_back(torch::nn::BatchNorm2d(entry));
     stack->push_back(torch::nn::ReLU(torch::nn::ReLUOptions(/*inplace=*/true)));
     channels = entry;
   }
   if (channels != 512) {
-    throw std::invalid_argument("Vgg: the last convolution has " + std::to_string(channels) +
+    C10_THROW_ERROR(ValueError, "Vgg: the last convolution has " + std::to_string(channels) +
                                 " channels; the classifier takes 512");
   }
   features = register_module("features", stack);

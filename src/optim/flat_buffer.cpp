@@ -1,6 +1,8 @@
 // FlatBuffer: packing parameters and gradients into aliases of two flat tensors.
 #include "paisoar/optim/flat_buffer.h"
 
+#include <c10/util/Exception.h>
+
 #include "src/util/storage_alias.h"
 
 #include <torch/torch.h>
@@ -10,13 +12,13 @@
 namespace paisoar::optim {
 
 FlatBuffer::FlatBuffer(std::vector<torch::Tensor> params) : params_(std::move(params)) {
-  if (params_.empty()) throw std::invalid_argument("FlatBuffer: no parameters given");
+  if (params_.empty()) C10_THROW_ERROR(ValueError, "FlatBuffer: no parameters given");
   const auto options = params_[0].options();
   int64_t total = 0;
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& p = params_[i];
     if (p.scalar_type() != params_[0].scalar_type() || p.device() != params_[0].device()) {
-      throw std::invalid_argument(
+      C10_THROW_ERROR(ValueError, 
           "FlatBuffer: parameter " + std::to_string(i) + " is " + c10::toString(p.scalar_type()) +
           " on " + p.device().str() + " but parameter 0 is " +
           c10::toString(params_[0].scalar_type()) + " on " + params_[0].device().str() +

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "paisoar/memory/device_memory.h"
+#include "paisoar/error.h"
 #include "paisoar/memory/tracking_allocator.h"
 #include "paisoar/pipeline/layer_cost.h"
 
@@ -101,7 +102,7 @@ std::vector<LayerCost> profile_layers(const torch::nn::Sequential& model, const 
       }
     } catch (const std::exception& e) {
       TORCH_CHECK(false, "profile_layers: layer ", i, " (", cost.name, ") failed on input of shape ",
-                  x.sizes(), ": ", e.what());
+                  x.sizes(), ": ", error_text(e));
     }
     if (activation_bytes < 0) activation_bytes = x.nbytes() + y.nbytes();  // input saved + output
     cost.memory_bytes += options.activation_copies * std::max<int64_t>(activation_bytes, 0);

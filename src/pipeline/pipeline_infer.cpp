@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "paisoar/pipeline/pipeline.h"
+#include "paisoar/error.h"
 #include "src/pipeline/link_shapes.h"
 #include "src/pipeline/stage_link.h"
 #include "src/pipeline/stage_text.h"
@@ -36,7 +37,7 @@ torch::Tensor Pipeline::infer(const torch::Tensor& input) {
       y = module_->forward(x);
     } catch (const std::exception& e) {
       error = description_ + " failed in infer() on an input of shape " + detail::describe(x) + ": " +
-              detail::message_of(e);
+              error_text(e);
     }
   }
   if (error.empty() && !is_last()) {

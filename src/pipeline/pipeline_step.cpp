@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "paisoar/pipeline/pipeline.h"
+#include "paisoar/error.h"
 #include "src/pipeline/link_shapes.h"
 #include "src/pipeline/stage_link.h"
 #include "src/pipeline/stage_text.h"
@@ -21,7 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using detail::Channel;
 using detail::describe;
-using detail::message_of;
 using detail::stage_device;
 
 double seconds_since(Clock::time_point start) {
@@ -78,7 +78,7 @@ class Pipeline::StepRun {
         p_.op_hook_(op, index);
       } catch (const std::exception& e) {
         fail("before " + std::string(op.type == PipelineOp::Type::Forward ? "the forward" : "the backward") +
-             " of micro-batch " + std::to_string(op.micro_batch) + " (its op hook): " + message_of(e));
+             " of micro-batch " + std::to_string(op.micro_batch) + " (its op hook): " + error_text(e));
       }
     }
     op.type == PipelineOp::Type::Forward ? forward(op.micro_batch) : backward(op.micro_batch);
@@ -136,7 +136,7 @@ class Pipeline::StepRun {
         y = compute_forward(m, x);
       } catch (const std::exception& e) {
         fail("in the forward of micro-batch " + std::to_string(m) + " on an input of shape " +
-             describe(x) + ": " + message_of(e));
+             describe(x) + ": " + error_text(e));
       }
       const double took = seconds_since(start);
       p_.stats_.forward_s += took;
@@ -186,7 +186,7 @@ class Pipeline::StepRun {
       try {
         grad_in = compute_backward(m, grad_out);
       } catch (const std::exception& e) {
-        fail("in the backward of micro-batch " + std::to_string(m) + ": " + message_of(e));
+        fail("in the backward of micro-batch " + std::to_string(m) + ": " + error_text(e));
       }
       const double took = seconds_since(start);
       p_.stats_.backward_s += took;

@@ -15,7 +15,7 @@ Schedule parse_schedule(const std::string& text) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower == "gpipe") return Schedule::GPipe;
   if (lower == "1f1b") return Schedule::OneFOneB;
-  throw std::invalid_argument("unknown pipeline schedule '" + text + "': use gpipe or 1f1b");
+  C10_THROW_ERROR(ValueError, "unknown pipeline schedule '" + text + "': use gpipe or 1f1b");
 }
 
 const char* to_string(Schedule schedule) {

@@ -21,12 +21,6 @@ inline std::string describe(const torch::Tensor& t) {
   return out.str();
 }
 
-// The exception's text without c10's backtrace.
-inline std::string message_of(const std::exception& e) {
-  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-  return c10 ? c10->what_without_backtrace() : e.what();
-}
-
 // The device of the stage's first parameter (or buffer); the CPU for neither.
 inline torch::Device stage_device(const torch::nn::Sequential& module) {
   for (const auto& p : module->parameters()) return p.device();

@@ -1,6 +1,7 @@
 // ConfigSchema over yaml-cpp. Sections are walked recursively; a key is valid
 // if it is a bound path or a prefix of one (a section).
 #include "paisoar/train/config_schema.h"
+#include "paisoar/error.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -62,7 +63,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 void ConfigSchema::add(Field field) {
-  if (find(field.path)) throw std::logic_error("ConfigSchema: " + field.path + " is bound twice");
+  if (find(field.path)) C10_THROW_ERROR(Error, "ConfigSchema: " + field.path + " is bound twice");
   fields_.push_back(std::move(field));
 }
 
@@ -189,7 +190,7 @@ void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, cons
       try {
         f->assign(item.second);
       } catch (const ConfigError& e) {
-        throw ConfigError(source + ": " + path + ": " + e.what());
+        throw ConfigError(source + ": " + path + ": " + error_text(e));
       }
       continue;
     }
@@ -247,7 +248,7 @@ void ConfigSchema::set(const std::string& assignment) {
   try {
     f->assign(value);
   } catch (const ConfigError& e) {
-    throw ConfigError("--set " + path + ": " + e.what());
+    throw ConfigError("--set " + path + ": " + error_text(e));
   }
 }
 

@@ -2,6 +2,8 @@
 // reading a micro-batch.
 #include "src/train/micro_steps.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <optional>
@@ -20,7 +22,7 @@ data::Batch MicroSteps::next_batch(StepTools& tools) {
     auto timed = tools.prof.phase(profiler::Phase::DataWait);
     batch = tools.loader.next();
   }
-  if (!batch) throw std::logic_error("Trainer: the loader ran out of batches within a step");
+  if (!batch) C10_THROW_ERROR(Error, "Trainer: the loader ran out of batches within a step");
   return std::move(*batch);
 }
 

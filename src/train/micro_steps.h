@@ -75,7 +75,7 @@ class MicroSteps {
   }
 
  protected:
-  // The next micro-batch, its wait timed as DataWait. Throws std::logic_error
+  // The next micro-batch, its wait timed as DataWait. Throws c10::Error
   // when the loader has none (the step loop counts whole steps only).
   static data::Batch next_batch(StepTools& tools);
 };

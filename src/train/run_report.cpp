@@ -2,6 +2,8 @@
 // file gets every logged step and evaluation either way.
 #include "src/train/run_report.h"
 
+#include <c10/util/Exception.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -35,7 +37,7 @@ RunReport::RunReport(const TrainConfig& config, bool lead, int64_t total_steps)
   std::filesystem::create_directories(config.run_dir, ec);
   metrics_.open(config.run_dir + "/metrics.jsonl", std::ios::app);
   if (!metrics_) {
-    throw std::runtime_error("cannot write " + config.run_dir +
+    C10_THROW_ERROR(Error, "cannot write " + config.run_dir +
                              "/metrics.jsonl; set run_dir to a writable directory");
   }
 }

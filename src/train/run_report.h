@@ -29,7 +29,7 @@ struct StepLog {
 
 class RunReport {
  public:
-  // Throws std::runtime_error when the lead cannot write <run_dir>/metrics.jsonl.
+  // Throws c10::Error when the lead cannot write <run_dir>/metrics.jsonl.
   RunReport(const TrainConfig& config, bool lead, int64_t total_steps);
   RunReport(const RunReport&) = delete;
   RunReport& operator=(const RunReport&) = delete;

@@ -4,6 +4,8 @@
 // allocator is installed and the lead's report opens.
 #include "src/train/train_run.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,7 +25,7 @@ namespace {
 
 const TrainTask& checked_task(const TrainTask& task) {
   if (!task.model || !task.forward || !task.train_data) {
-    throw std::invalid_argument("TrainTask: model, forward and train_data are required");
+    C10_THROW_ERROR(ValueError, "TrainTask: model, forward and train_data are required");
   }
   return task;
 }

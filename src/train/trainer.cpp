@@ -3,6 +3,8 @@
 // sampler pads), so the collectives of DDP, ZeRO and a pipeline pair up.
 #include "paisoar/train/trainer.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include "paisoar/comm/communicator.h"
@@ -16,7 +18,7 @@ namespace paisoar::train {
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm, RunEnvironment run)
     : config_(std::move(config)), comm_(std::move(comm)), run_(std::move(run)) {
-  if (!comm_) throw std::invalid_argument("Trainer: the communicator is null");
+  if (!comm_) C10_THROW_ERROR(ValueError, "Trainer: the communicator is null");
   validate(config_, comm_->size());
   const hybrid::ParallelLayout layout = parallel_layout(config_, comm_->size());
   if (layout.model_parallel()) mesh_ = std::make_shared<hybrid::HybridMesh>(comm_, layout);

@@ -4,6 +4,9 @@
 // "train.parts" names) plus "schedule.*" and "scaler.*" tensors and
 // "train.*" metadata.
 #include "src/train/trainer_checkpoint.h"
+#include "paisoar/error.h"
+
+#include <c10/util/Exception.h>
 
 #include <torch/torch.h>
 
@@ -14,7 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
@@ -23,12 +26,12 @@
 namespace paisoar::train {
 namespace {
 
-void add_prefixed(checkpoint::TensorMap& out, const std::string& prefix,
+void add_prefixed(format::TensorMap& out, const std::string& prefix,
                   const std::map<std::string, torch::Tensor>& state) {
   for (const auto& [key, value] : state) out[prefix + key] = value;
 }
 
-std::map<std::string, torch::Tensor> take_prefixed(const checkpoint::TensorMap& in, const std::string& prefix) {
+std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, const std::string& prefix) {
   std::map<std::string, torch::Tensor> out;
   for (const auto& [key, value] : in) {
     if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
@@ -36,10 +39,10 @@ std::map<std::string, torch::Tensor> take_prefixed(const checkpoint::TensorMap& 
   return out;
 }
 
-int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
+int64_t metadata_int(const format::TensorFile& c, const std::string& key) {
   const auto it = c.metadata.find(key);
   if (it == c.metadata.end()) {
-    throw std::runtime_error(c.source + " has no '" + key +
+    C10_THROW_ERROR(Error, c.source + " has no '" + key +
                              "': it was not written by paisoar's Trainer; point checkpoint.dir elsewhere");
   }
   size_t used = 0;
@@ -50,7 +53,7 @@ int64_t metadata_int(const checkpoint::Checkpoint& c, const std::string& key) {
     used = 0;
   }
   if (used == 0 || used != it->second.size()) {
-    throw std::runtime_error(c.source + ": metadata '" + key + "' is '" + it->second +
+    C10_THROW_ERROR(Error, c.source + ": metadata '" + key + "' is '" + it->second +
                              "', not an integer; the checkpoint is damaged, remove it to resume from the one before");
   }
   return value;
@@ -82,11 +85,6 @@ void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::st
   }
 }
 
-std::string message_of(const std::exception& e) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-  return c10_error ? c10_error->what_without_backtrace() : e.what();
-}
-
 // Collective over the world: every part written to <dir>/parts-<step>/<part_name>/
 // (by rank 0 of each part group, or by all of it as ZeRO shards), and every
 // rank knows it before the step file (the commit) is written. Returns the
@@ -106,13 +104,13 @@ std::string save_part(const checkpoint::CheckpointManager& manager, const Traine
     } else if (state.part_group->rank() == 0) {
       std::filesystem::create_directories(dir);
       const auto c = checkpoint::capture_training_state({state.model, state.optimizer, false});
-      checkpoint::save_safetensors(dir + "/" + kPartFile, c.tensors, c.metadata);
+      format::save_safetensors(dir + "/" + kPartFile, c.tensors, c.metadata);
     }
   } catch (const std::exception& e) {
-    error = "cannot write " + dir + ": " + message_of(e);
+    error = "cannot write " + dir + ": " + error_text(e);
   }
   if (comm::any_rank(state.world, !error.empty())) {
-    throw std::runtime_error(!error.empty() ? error : "another rank could not write its part of the checkpoint of step " +
+    C10_THROW_ERROR(Error, !error.empty() ? error : "another rank could not write its part of the checkpoint of step " +
                                                           std::to_string(step) + " (its error says why)");
   }
   return name;
@@ -120,16 +118,16 @@ std::string save_part(const checkpoint::CheckpointManager& manager, const Traine
 
 // Puts this rank's part back from the parts directory `name` of checkpoint `c`.
 void restore_part(const checkpoint::CheckpointManager& manager, const TrainerState& state,
-                  const checkpoint::Checkpoint& c, const std::string& name) {
+                  const format::TensorFile& c, const std::string& name) {
   const auto layout = c.metadata.find(kPartLayoutKey);
   const std::string written = layout == c.metadata.end() ? "?" : layout->second;
   if (written != state.part_layout) {
-    throw std::runtime_error(c.source + " was written by a model split as " + written + "; this run splits it as " +
+    C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
                              state.part_layout + ". Resume with the parallel: settings it was written with, or "
                              "point checkpoint.dir elsewhere to start over");
   }
   if (!std::regex_match(name, std::regex(R"(parts-\d{12})"))) {
-    throw std::runtime_error(c.source + ": metadata '" + kPartsKey + "' is '" + name +
+    C10_THROW_ERROR(Error, c.source + ": metadata '" + kPartsKey + "' is '" + name +
                              "', not a parts directory name; the checkpoint is damaged, remove it to resume from "
                              "the one before");
   }
@@ -139,10 +137,10 @@ void restore_part(const checkpoint::CheckpointManager& manager, const TrainerSta
       zero::load_sharded(*state.zero, dir);
     } else {
       checkpoint::restore_training_state({state.model, state.optimizer, false},
-                                         checkpoint::load_safetensors(dir + "/" + kPartFile));
+                                         format::load_safetensors(dir + "/" + kPartFile));
     }
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot resume from " + c.source + " (this rank's part, " + dir + "): " + message_of(e));
+    C10_THROW_ERROR(Error, "cannot resume from " + c.source + " (this rank's part, " + dir + "): " + error_text(e));
   }
 }
 
@@ -155,10 +153,10 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
   try {
     manager.emplace(options);
   } catch (const std::exception& e) {
-    error = message_of(e);
+    error = error_text(e);
   }
   if (comm::any_rank(comm, !error.empty())) {
-    throw std::runtime_error(!error.empty() ? error + " (checkpoint.dir)"
+    C10_THROW_ERROR(Error, !error.empty() ? error + " (checkpoint.dir)"
                                             : "rank 0 cannot use checkpoint.dir '" + options.dir +
                                                   "'; its error says why");
   }
@@ -172,7 +170,7 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
   try {
     save_trainer_state(manager, state, step, loader, config_text);
   } catch (const std::exception& e) {
-    error = message_of(e);
+    error = error_text(e);
   }
   if (!comm::any_rank(comm, !error.empty())) return true;
   const std::string what = "the checkpoint of step " + std::to_string(step) + " was not written";
@@ -184,14 +182,14 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
     }
     return false;
   }
-  throw std::runtime_error(what + (error.empty() ? " (rank 0 failed to write it; its error says why)" : ": " + error) +
+  C10_THROW_ERROR(Error, what + (error.empty() ? " (rank 0 failed to write it; its error says why)" : ": " + error) +
                            "; free space or point checkpoint.dir elsewhere, then rerun to resume from the previous "
                            "checkpoint (or set checkpoint.on_error: warn to train on without it)");
 }
 
 void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state,
                         int64_t step, const data::LoaderPosition& loader, const std::string& config_text) {
-  checkpoint::Metadata metadata = {{"train.step", std::to_string(step)},
+  format::Metadata metadata = {{"train.step", std::to_string(step)},
                                    {"train.loader_epoch", std::to_string(loader.epoch)},
                                    {"train.loader_batch", std::to_string(loader.batch)},
                                    {"train.config", config_text}};
@@ -231,7 +229,7 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
   auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
   comm->allreduce(steps, comm::ReduceOp::Max).wait();
   if (steps[0].item<double>() != -steps[1].item<double>()) {
-    throw std::runtime_error("ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
+    C10_THROW_ERROR(Error, "ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
                              " to " + std::to_string(steps[0].item<int64_t>()) + "); rank " +
                              std::to_string(comm->rank()) + " is at " + std::to_string(step) +
                              ": give every node the same checkpoint.dir (a shared file system)");
@@ -245,7 +243,7 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
   const auto parts = c.metadata.find(kPartsKey);
   const bool parted = parts != c.metadata.end();
   if (parted != !state.part_name.empty()) {
-    throw std::runtime_error(c.source + (parted ? " holds a model split by pipeline/tensor parallelism (" +
+    C10_THROW_ERROR(Error, c.source + (parted ? " holds a model split by pipeline/tensor parallelism (" +
                                                       (c.metadata.count(kPartLayoutKey) ? c.metadata.at(kPartLayoutKey)
                                                                                         : std::string("?")) +
                                                       "); resume it with the same parallel: settings"
@@ -262,25 +260,25 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
   const auto shards = c.metadata.find(kShardKey);
   const bool sharded = shards != c.metadata.end();
   if (sharded && !state.zero) {
-    throw std::runtime_error(c.source + " is a ZeRO checkpoint (model and optimizer sharded in " +
+    C10_THROW_ERROR(Error, c.source + " is a ZeRO checkpoint (model and optimizer sharded in " +
                              manager.options().dir + "/" + shards->second +
                              "); resume it with zero.stage 1, 2 or 3 (any number of ranks), or point "
                              "checkpoint.dir elsewhere to start over");
   }
   if (!sharded && state.zero) {
-    throw std::runtime_error(c.source + " holds the whole model and optimizer (written with zero.stage 0); "
+    C10_THROW_ERROR(Error, c.source + " holds the whole model and optimizer (written with zero.stage 0); "
                              "resume it with zero.stage: 0, or point checkpoint.dir elsewhere to start over");
   }
   if (sharded) {
     if (!std::regex_match(shards->second, std::regex(R"(zero-\d{12})"))) {
-      throw std::runtime_error(c.source + ": metadata '" + kShardKey + "' is '" + shards->second +
+      C10_THROW_ERROR(Error, c.source + ": metadata '" + kShardKey + "' is '" + shards->second +
                                "', not a shard directory name; the checkpoint is damaged, remove it to resume "
                                "from the one before");
     }
     try {
       zero::load_sharded(*state.zero, manager.options().dir + "/" + shards->second);
     } catch (const std::exception& e) {
-      throw std::runtime_error("cannot resume from " + c.source + ": " + message_of(e));
+      C10_THROW_ERROR(Error, "cannot resume from " + c.source + ": " + error_text(e));
     }
   }
   checkpoint::restore_training_state({sharded ? nullptr : state.model, sharded ? nullptr : state.optimizer, true},
@@ -302,7 +300,7 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(const checkpoint::C
     try {
       bounds.push_back(std::stoi(item));
     } catch (const std::logic_error&) {
-      throw std::runtime_error(loaded->checkpoint.source + ": metadata '" + kBoundsKey + "' is '" + it->second +
+      C10_THROW_ERROR(Error, loaded->checkpoint.source + ": metadata '" + kBoundsKey + "' is '" + it->second +
                                "', not a list of layer indices; the checkpoint is damaged, remove it to resume from "
                                "the one before");
     }

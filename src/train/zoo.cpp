@@ -4,6 +4,8 @@
 // pipelines.
 #include "paisoar/train/zoo.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <tuple>
@@ -201,7 +203,7 @@ TrainTask task_over(const TrainConfig& config, const Data& d, const std::shared_
                         "layers for others");
     }
     if (!tensor_group || tensor_group->size() != config.parallel.tensor) {
-      throw std::invalid_argument("make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
+      C10_THROW_ERROR(ValueError, "make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
                                   "; pass the Trainer's tensor_group() (its size must match)");
     }
     return sequence_task(tensor_parallel_mlp(config.model, tensor_group), d);
@@ -253,7 +255,7 @@ TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Commu
 TrainTask make_task(const TrainConfig& config, std::shared_ptr<const data::Dataset> train,
                     std::shared_ptr<const data::Dataset> eval,
                     const std::shared_ptr<comm::Communicator>& tensor_group) {
-  if (!train || train->size() == 0) throw std::invalid_argument("make_task: the training set is null or empty");
+  if (!train || train->size() == 0) C10_THROW_ERROR(ValueError, "make_task: the training set is null or empty");
   data::SampleRng rng(0);
   Data d{std::move(train), std::move(eval), 1};
   d.channels = d.train->get(0, rng).data.size(0);

@@ -5,6 +5,8 @@
 // (before the rename), atomic_file.renamed (before the directory fsync).
 #include "src/util/atomic_file.h"
 
+#include <c10/util/Exception.h>
+
 #include "src/util/fault_point.h"
 
 #include <fcntl.h>
@@ -36,7 +38,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(un
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int error = errno;
-    throw std::runtime_error("cannot create a file in '" + directory_of(path_) + "' (for '" + path_ +
+    C10_THROW_ERROR(Error, "cannot create a file in '" + directory_of(path_) + "' (for '" + path_ +
                              "'): " + std::strerror(error) +
                              "; check that the directory exists and is writable");
   }
@@ -50,7 +52,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::fail(const std::string& what, int error) const {
-  throw std::runtime_error("cannot write '" + path_ + "': " + what + ": " + std::strerror(error));
+  C10_THROW_ERROR(Error, "cannot write '" + path_ + "': " + what + ": " + std::strerror(error));
 }
 
 void AtomicFile::write(const void* data, size_t size) {

@@ -12,14 +12,14 @@ namespace paisoar::util {
 
 class AtomicFile {
  public:
-  // Creates the temporary file next to `path`. Throws std::runtime_error
+  // Creates the temporary file next to `path`. Throws c10::Error
   // naming the directory if it cannot (missing, not writable).
   explicit AtomicFile(std::string path);
   ~AtomicFile();  // uncommitted: closes and removes the temporary
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  // Appends `size` bytes. Throws std::runtime_error naming the final path (and
+  // Appends `size` bytes. Throws c10::Error naming the final path (and
   // e.g. "No space left on device") on failure.
   void write(const void* data, size_t size);
   void write(const std::string& text) { write(text.data(), text.size()); }

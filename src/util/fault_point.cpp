@@ -2,6 +2,8 @@
 // can catch or clean up after), and the environment's spec parsed at the edge.
 #include "src/util/fault_point.h"
 
+#include <c10/util/Exception.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -50,7 +52,7 @@ std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::strin
       used = 0;
     }
     if (used == 0 || used != text.size()) {
-      throw std::invalid_argument("PAISOAR_TEST_FAULT='" + *spec + "': the index after ':' must be an integer");
+      C10_THROW_ERROR(ValueError, "PAISOAR_TEST_FAULT='" + *spec + "': the index after ':' must be an integer");
     }
   }
   return std::make_unique<KillAtPoint>(spec->substr(0, colon), index);

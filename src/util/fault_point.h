@@ -37,7 +37,7 @@ class KillAtPoint : public FaultInjector {
 //   PAISOAR_TEST_FAULT=<point>[:<index>]  the point to kill at, and the index
 //   PAISOAR_TEST_FAULT_RANK=<r>           only on the process whose RANK is r
 // None after a restart (PAISOAR_RESTART_COUNT other than 0), so a relaunched
-// job runs through. Throws std::invalid_argument for a malformed index.
+// job runs through. Throws c10::ValueError for a malformed index.
 std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::string, std::string>& env);
 
 // The process's injector (null: none). Installed once at the edge, before

@@ -7,6 +7,8 @@
 // that makes every rank fail together); this file decides how.
 #include <torch/torch.h>
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -43,7 +45,7 @@ bool ZeroOptimizer::Impl::adopt(size_t i) {
   const torch::Tensor& g = p.tensor.grad();
   if (detail::starts_at(g, flat, offset)) return false;
   if (g.defined() && g.scalar_type() != flat.scalar_type()) {
-    throw std::runtime_error("ZeroOptimizer: parameter '" + p.name + "' has a gradient of dtype " +
+    C10_THROW_ERROR(Error, "ZeroOptimizer: parameter '" + p.name + "' has a gradient of dtype " +
                              c10::toString(g.scalar_type()) + " but its unit holds " +
                              c10::toString(flat.scalar_type()) +
                              ": convert the model before building the ZeroOptimizer, not after");

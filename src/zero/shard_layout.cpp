@@ -1,6 +1,8 @@
 // ShardLayout: unit offsets, padding to the world size, and each rank's pieces.
 #include "paisoar/zero/shard_layout.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -8,7 +10,7 @@ namespace paisoar::zero {
 
 ShardLayout::ShardLayout(std::vector<int64_t> numels, std::vector<std::vector<size_t>> units, int world)
     : world_(world), numels_(std::move(numels)) {
-  if (world < 1) throw std::invalid_argument("ShardLayout: world size must be >= 1, got " + std::to_string(world));
+  if (world < 1) C10_THROW_ERROR(ValueError, "ShardLayout: world size must be >= 1, got " + std::to_string(world));
   unit_of_.assign(numels_.size(), SIZE_MAX);
   offset_of_.assign(numels_.size(), 0);
   for (size_t u = 0; u < units.size(); ++u) {
@@ -16,7 +18,7 @@ ShardLayout::ShardLayout(std::vector<int64_t> numels, std::vector<std::vector<si
     unit.params = std::move(units[u]);
     for (size_t p : unit.params) {
       if (p >= numels_.size() || unit_of_[p] != SIZE_MAX) {
-        throw std::invalid_argument("ShardLayout: parameter index " + std::to_string(p) +
+        C10_THROW_ERROR(ValueError, "ShardLayout: parameter index " + std::to_string(p) +
                                     " is out of range or in two units");
       }
       unit_of_[p] = u;
@@ -30,7 +32,7 @@ ShardLayout::ShardLayout(std::vector<int64_t> numels, std::vector<std::vector<si
   }
   for (size_t p = 0; p < numels_.size(); ++p) {
     if (unit_of_[p] == SIZE_MAX) {
-      throw std::invalid_argument("ShardLayout: parameter index " + std::to_string(p) + " is in no unit");
+      C10_THROW_ERROR(ValueError, "ShardLayout: parameter index " + std::to_string(p) + " is in no unit");
     }
   }
 }

@@ -11,7 +11,7 @@
 #include <regex>
 #include <set>
 
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 
 namespace paisoar::zero::detail {
 namespace {
@@ -24,7 +24,7 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-const std::string& meta(const checkpoint::Checkpoint& ck, const std::string& key) {
+const std::string& meta(const format::TensorFile& ck, const std::string& key) {
   auto it = ck.metadata.find(key);
   TORCH_CHECK(it != ck.metadata.end(), "'", ck.source, "' is not a ZeRO shard file (no '", key,
               "' in its metadata)");
@@ -80,8 +80,8 @@ ShardSet read_shard_set(const std::string& dir) {
   TORCH_CHECK(missing.empty(), "ZeRO checkpoint '", dir, "' is incomplete: missing ", join(missing), " of the ",
               set.world, " shard files; copy them from the ranks that wrote them (every rank writes its own)");
 
-  std::vector<checkpoint::Checkpoint> files;
-  for (int r = 0; r < set.world; ++r) files.push_back(checkpoint::load_safetensors(dir + "/" + shard_file_name(r, set.world)));
+  std::vector<format::TensorFile> files;
+  for (int r = 0; r < set.world; ++r) files.push_back(format::load_safetensors(dir + "/" + shard_file_name(r, set.world)));
   const std::string& run = meta(files[0], "zero.run");
   std::vector<std::string> foreign;
   for (int r = 1; r < set.world; ++r) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/format/tensor_file.h"
 
 namespace paisoar::zero::detail {
 
@@ -16,7 +16,7 @@ std::string shard_file_name(int rank, int world);
 struct ShardSet {
   std::string dir;
   int world = 0;
-  checkpoint::Metadata metadata;                 // rank 0's
+  format::Metadata metadata;                 // rank 0's
   std::vector<std::string> names;                // parameters, in the saved model's order
   std::map<std::string, std::vector<int64_t>> shapes;
   std::string dtype;                             // the model's parameter dtype

@@ -2,6 +2,7 @@
 // parameter name and element range ("model.<name>@<begin>",
 // "optim.<name>@<begin>.<field>"), so a save by N ranks loads on M.
 #include "paisoar/zero/sharded_checkpoint.h"
+#include "paisoar/error.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -10,8 +11,8 @@
 #include <filesystem>
 #include <random>
 
-#include "paisoar/checkpoint/optimizer_state.h"
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/optim/optimizer_state.h"
+#include "paisoar/format/safetensors.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "src/zero/shard_set.h"
@@ -25,11 +26,11 @@ std::string piece_key(const std::string& prefix, const ShardParam& s) {
 
 // optim.<i>.<field> (i = index among the inner optimizer's parameters, which
 // are the shard tensors in order) -> optim.<name>@<begin>.<field>.
-void add_sharded_optimizer_state(const ZeroOptimizer& z, checkpoint::TensorMap& tensors,
-                                 checkpoint::Metadata& metadata) {
-  checkpoint::TensorMap raw;
+void add_sharded_optimizer_state(const ZeroOptimizer& z, format::TensorMap& tensors,
+                                 format::Metadata& metadata) {
+  format::TensorMap raw;
   const auto& inner = z.inner();
-  checkpoint::add_optimizer_state(inner, raw, metadata);
+  optim::add_optimizer_state(inner, raw, metadata);
   TORCH_CHECK(raw.count("optim.archive") == 0, "save_sharded: ", metadata["optim.type"],
               " does not save in torch::optim's layout, so its sharded state cannot be split by parameter");
   std::vector<const ShardParam*> order;
@@ -49,7 +50,7 @@ void add_sharded_optimizer_state(const ZeroOptimizer& z, checkpoint::TensorMap& 
 
 }  // namespace
 
-void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoint::Metadata& extra) {
+void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::Metadata& extra) {
   auto comm = z.comm();
   // A rank that cannot write must not leave the others waiting in a
   // collective: its error is kept until every rank has agreed at the end.
@@ -67,8 +68,8 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoi
   }
   comm->broadcast(run, 0).wait();
 
-  checkpoint::TensorMap tensors;
-  checkpoint::Metadata metadata = extra;
+  format::TensorMap tensors;
+  format::Metadata metadata = extra;
   for (const auto& s : z.shard()) tensors[piece_key("model.", s)] = s.tensor.detach();
   add_sharded_optimizer_state(z, tensors, metadata);
   if (comm->rank() == 0) {
@@ -84,12 +85,10 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoi
   metadata["zero.dtype"] = c10::toString(z.param_dtype());
   if (error.empty()) {
     try {
-      checkpoint::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors,
-                                   metadata);
-    } catch (const c10::Error& e) {
-      error = e.what_without_backtrace();
+      format::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors,
+                               metadata);
     } catch (const std::exception& e) {
-      error = e.what();
+      error = error_text(e);
     }
   }
   // Every file is in place when any rank returns, or every rank throws.
@@ -100,7 +99,7 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const checkpoi
 }
 
 
-checkpoint::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
+format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
   const detail::ShardSet set = detail::read_shard_set(dir);
   // Everything is checked before anything changes.
   std::vector<std::string> problems;
@@ -132,7 +131,7 @@ checkpoint::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
 
   // This rank's optimizer state, as restore_optimizer_state reads it.
   auto& inner = z.inner();
-  checkpoint::Checkpoint optim;
+  format::TensorFile optim;
   optim.source = dir;
   for (const char* key : {"optim.type", "optim.scalar_fields"}) optim.metadata[key] = set.metadata.at(key);
   nlohmann::json groups = nlohmann::json::parse(set.metadata.at("optim.groups"));
@@ -159,7 +158,7 @@ checkpoint::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
       }
     }
   }
-  checkpoint::restore_optimizer_state(inner, optim);
+  optim::restore_optimizer_state(inner, optim);
   for (size_t g = 0; g < inner.param_groups().size(); ++g) {
     z.param_groups()[g].set_options(inner.param_groups()[g].options().clone());
   }
@@ -179,13 +178,13 @@ void consolidate_shards(const std::string& dir, const std::string& out_path) {
   for (auto t : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
     if (set.dtype == c10::toString(t)) dtype = t;
   }
-  checkpoint::TensorMap tensors;
+  format::TensorMap tensors;
   for (const auto& name : set.names) tensors["model." + name] = set.params.at(name).to(dtype).reshape(set.shapes.at(name));
   for (const auto& [name, b] : set.buffers) tensors["model." + name] = b;
-  checkpoint::Metadata metadata;
+  format::Metadata metadata;
   for (const char* key : {"zero.run", "zero.world", "zero.stage"}) metadata[key] = set.metadata.at(key);
   metadata["zero.consolidated_from"] = dir;
-  checkpoint::save_safetensors(out_path, tensors, metadata);
+  format::save_safetensors(out_path, tensors, metadata);
 }
 
 }  // namespace paisoar::zero

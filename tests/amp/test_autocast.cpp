@@ -75,7 +75,7 @@ TEST(Autocast, UnsupportedDtypeIsAClearError) {
   try {
     autocast guard(fp64_on_cpu);
     ADD_FAILURE() << "fp64 CPU autocast was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const c10::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("use float16 or bfloat16"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(is_autocast_enabled());

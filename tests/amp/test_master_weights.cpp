@@ -83,7 +83,7 @@ TEST(MasterWeights, WorksWithTheGradScalerAndSkipsOverflow) {
 }
 
 TEST(MasterWeights, NonFloatingParameterIsAClearError) {
-  EXPECT_THROW(MasterWeights({torch::ones({2}, torch::kLong)}), std::invalid_argument);
+  EXPECT_THROW(MasterWeights({torch::ones({2}, torch::kLong)}), c10::ValueError);
 }
 
 }  // namespace

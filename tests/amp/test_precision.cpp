@@ -49,7 +49,7 @@ TEST(Precision, BadPolicyNamesWhatIsWrong) {
   auto message = [](const std::string& yaml) {
     try {
       PrecisionPolicy::from_yaml(yaml);
-    } catch (const std::invalid_argument& e) {
+    } catch (const c10::ValueError& e) {
       return std::string(e.what());
     }
     return std::string("no error");

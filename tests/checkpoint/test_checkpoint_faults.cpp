@@ -6,7 +6,7 @@
 // manager removes the temporary. A full disk (a 64 KiB tmpfs) and a directory
 // that cannot be created are clear errors naming the path.
 #include "paisoar/checkpoint/checkpoint_manager.h"
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 
 #include "src/util/fault_point.h"
 #include "tests/support/expect_error.h"
@@ -32,7 +32,7 @@ using testing::expect_error;
 using testing::TempDir;
 
 // The same shapes at every step, so every step's file has the same layout.
-TensorMap state_at(int64_t step) {
+format::TensorMap state_at(int64_t step) {
   torch::manual_seed(step);
   return {{"b", torch::randn({32})}, {"w", torch::randn({64, 32})}, {"n", torch::full({4}, step, torch::kInt64)}};
 }
@@ -93,7 +93,7 @@ TEST(CheckpointFaults, KillDuringASaveKeepsThePreviousCheckpoint) {
     // Every file that claims to be a checkpoint is intact: no corrupt "latest".
     const CheckpointManager after(options_for(ckpt));
     EXPECT_TRUE(temporaries(ckpt).empty());
-    for (const CheckpointFile& f : after.list()) EXPECT_NO_THROW(load_safetensors(f.path)) << f.path;
+    for (const CheckpointFile& f : after.list()) EXPECT_NO_THROW(format::load_safetensors(f.path)) << f.path;
     const auto latest = after.load_latest();
     ASSERT_TRUE(latest.has_value());
     EXPECT_EQ(latest->step, c.survivor);
@@ -118,7 +118,7 @@ TEST(CheckpointFaults, TheEnvironmentsFaultIsInertAfterARestartAndOnOtherRanks) 
   EXPECT_NE(util::fault_injector_from_env(
                 Env{{"PAISOAR_TEST_FAULT", fault}, {"PAISOAR_TEST_FAULT_RANK", "1"}, {"RANK", "1"}}),
             nullptr);
-  paisoar::testing::expect_error_of<std::invalid_argument>(
+  paisoar::testing::expect_error_of<c10::ValueError>(
       [] { util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", "train.step:five"}}); },
       {"PAISOAR_TEST_FAULT='train.step:five'", "must be an integer"});
 }
@@ -150,7 +150,7 @@ TEST(CheckpointFaults, FullDiskIsAClearErrorAndKeepsThePreviousCheckpoint) {
   } unmount{mnt};
   CheckpointManager manager(options_for(mnt + "/ckpt"));
   manager.save(1, state_at(1));  // about 9 KiB
-  TensorMap big = state_at(2);
+  format::TensorMap big = state_at(2);
   big["w"] = torch::randn({256, 128});  // 128 KiB: does not fit
   expect_error([&] { manager.save(2, big); }, {"step-000000000002.safetensors", "No space left on device"});
   EXPECT_TRUE(temporaries(mnt + "/ckpt").empty()) << "the failed write's temporary is removed";

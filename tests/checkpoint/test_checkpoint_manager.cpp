@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using testing::expect_error;
 using testing::TempDir;
 
-TensorMap tensors_for(int64_t step) { return {{"w", torch::full({3, 3}, static_cast<float>(step))}}; }
+format::TensorMap tensors_for(int64_t step) { return {{"w", torch::full({3, 3}, static_cast<float>(step))}}; }
 
 std::vector<int64_t> steps_of(const CheckpointManager& manager) {
   std::vector<int64_t> steps;

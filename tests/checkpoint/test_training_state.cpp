@@ -3,7 +3,7 @@
 // bit, for SGD+momentum, Adam (amsgrad), AdamW, LARS and LAMB, with dropout
 // drawing from the restored CPU generator and an LR changed before the save.
 // A checkpoint of another model fails with a list of what differs.
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/optim/lamb.h"
 #include "paisoar/optim/lars.h"
@@ -88,14 +88,14 @@ TEST(TrainingState, ResumeIsBitIdenticalForEveryOptimizer) {
     auto first_opt = c.make(first->parameters());
     train(first, *first_opt, data, k);
     set_lr(*first_opt, first_opt->param_groups()[0].options().get_lr() / 2);
-    const Checkpoint captured = capture_training_state({first.ptr().get(), first_opt.get()}, {{"step", "5"}});
-    save_safetensors(dir / "ckpt.safetensors", captured.tensors, captured.metadata);
+    const format::TensorFile captured = capture_training_state({first.ptr().get(), first_opt.get()}, {{"step", "5"}});
+    format::save_safetensors(dir / "ckpt.safetensors", captured.tensors, captured.metadata);
 
     // A fresh model (other weights), a fresh optimizer, another RNG state.
     torch::manual_seed(1234);
     auto resumed = make_model();
     auto resumed_opt = c.make(resumed->parameters());
-    const Checkpoint loaded = load_safetensors(dir / "ckpt.safetensors");
+    const format::TensorFile loaded = format::load_safetensors(dir / "ckpt.safetensors");
     for (const char* field : c.fields) EXPECT_EQ(loaded.tensors.count(std::string("optim.0.") + field), 1u) << field;
     EXPECT_EQ(loaded.metadata.at("step"), "5");
     restore_training_state({resumed.ptr().get(), resumed_opt.get()}, loaded);
@@ -110,7 +110,7 @@ TEST(TrainingState, ResumeIsBitIdenticalForEveryOptimizer) {
 }
 
 TEST(TrainingState, RngStateRestoresTheSameDraws) {
-  TensorMap tensors;
+  format::TensorMap tensors;
   add_rng_state(tensors);
   const torch::Tensor first = torch::rand({8});
   restore_rng_state({tensors, {}, "memory"});
@@ -120,7 +120,7 @@ TEST(TrainingState, RngStateRestoresTheSameDraws) {
 
 TEST(TrainingState, AnotherModelIsListedAndNothingChanges) {
   auto saved = make_model(16, true);
-  Checkpoint checkpoint;
+  format::TensorFile checkpoint;
   add_module_state(*saved, checkpoint.tensors);
   checkpoint.source = "run/step-000000000010.safetensors";
   checkpoint.tensors["model.9.weight"] = torch::ones({1});
@@ -144,17 +144,17 @@ TEST(TrainingState, AnotherModelIsListedAndNothingChanges) {
 TEST(TrainingState, AnotherOptimizerOrLayoutIsAnError) {
   auto model = make_model();
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  Checkpoint checkpoint = capture_training_state({model.ptr().get(), &sgd});
+  format::TensorFile checkpoint = capture_training_state({model.ptr().get(), &sgd});
   checkpoint.source = "a.safetensors";
   torch::optim::Adam adam(model->parameters());
-  expect_error([&] { restore_optimizer_state(adam, checkpoint); }, {"a.safetensors", "torch::optim::SGD", "torch::optim::Adam"});
+  expect_error([&] { optim::restore_optimizer_state(adam, checkpoint); }, {"a.safetensors", "torch::optim::SGD", "torch::optim::Adam"});
 
   auto smaller = make_model(8);
   torch::optim::SGD other(smaller->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   train(model, sgd, Data(), 1);
   checkpoint = capture_training_state({model.ptr().get(), &sgd});
   checkpoint.source = "a.safetensors";
-  expect_error([&] { restore_optimizer_state(other, checkpoint); }, {"a.safetensors", "optim.0.momentum_buffer"});
+  expect_error([&] { optim::restore_optimizer_state(other, checkpoint); }, {"a.safetensors", "optim.0.momentum_buffer"});
   EXPECT_TRUE(other.state().empty());
 
   expect_error([&] { capture_training_state({}, {{"optim.x", "1"}}); }, {"optim.x", "reserved"});

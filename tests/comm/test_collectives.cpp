@@ -6,6 +6,7 @@
 #include "tests/support/thread_ranks.h"
 
 using paisoar::comm::Communicator;
+using paisoar::comm::Backend;
 using paisoar::comm::ReduceOp;
 using paisoar::testing::run_ranks;
 
@@ -59,10 +60,11 @@ torch::Tensor reference(int world, int64_t numel, torch::Dtype dtype, ReduceOp o
 
 const std::vector<int64_t> kSizes = {1, 7, 1000, 65537};
 
-class Collectives : public ::testing::TestWithParam<std::tuple<int, torch::Dtype>> {
+class Collectives : public ::testing::TestWithParam<std::tuple<int, torch::Dtype, Backend>> {
  protected:
   int world() const { return std::get<0>(GetParam()); }
   torch::Dtype dtype() const { return std::get<1>(GetParam()); }
+  paisoar::comm::CommOptions options() const { return paisoar::testing::test_options(std::get<2>(GetParam())); }
   bool floating() const { return torch::isFloatingType(dtype()); }
 };
 
@@ -84,7 +86,7 @@ TEST_P(Collectives, AllreduceMatchesReference) {
         }
       }
     }
-  });
+  }, options());
 }
 
 TEST_P(Collectives, ReduceScatterMatchesReference) {
@@ -102,7 +104,7 @@ TEST_P(Collectives, ReduceScatterMatchesReference) {
                      std::string("reduce_scatter ") + to_string(op));
       }
     }
-  });
+  }, options());
 }
 
 TEST_P(Collectives, AllgatherBroadcastAndSendRecvAreExact) {
@@ -138,17 +140,19 @@ TEST_P(Collectives, AllgatherBroadcastAndSendRecvAreExact) {
       }
     }
     comm->barrier().wait();
-  });
+  }, options());
 }
 
 INSTANTIATE_TEST_SUITE_P(
     WorldsAndDtypes, Collectives,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
                        ::testing::Values(torch::kFloat, torch::kDouble, torch::kHalf,
-                                         torch::kBFloat16, torch::kInt, torch::kLong)),
+                                         torch::kBFloat16, torch::kInt, torch::kLong),
+                       ::testing::Values(Backend::Gloo, Backend::Threads)),
     [](const auto& info) {
       return "w" + std::to_string(std::get<0>(info.param)) + "_" +
-             std::string(c10::toString(std::get<1>(info.param)));
+             std::string(c10::toString(std::get<1>(info.param))) + "_" +
+             paisoar::comm::to_string(std::get<2>(info.param));
     });
 
 TEST(CollectivesMisc, CoalescedAllreduceOfMixedDtypes) {
@@ -162,7 +166,7 @@ TEST(CollectivesMisc, CoalescedAllreduceOfMixedDtypes) {
     expect_close(ts[1], reference(3, 5, torch::kBFloat16, ReduceOp::Sum, false).view({5, 1}), 0, "bf16");
     expect_close(ts[2], reference(3, 1000, torch::kFloat, ReduceOp::Sum, false).view({10, 100}), 0, "fp32 b");
     expect_close(ts[3], reference(3, 3, torch::kLong, ReduceOp::Sum, false), 0, "int64");
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 // Chunks above the 4 MiB segment size travel as several messages and are
@@ -180,7 +184,7 @@ TEST(CollectivesMisc, LargeChunksSpanSeveralSegments) {
       comm->allgather_into(gathered, out).wait();
       EXPECT_TRUE(torch::equal(gathered, reference(3, 3 * chunk, dtype, ReduceOp::Sum, false)));
     }
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 TEST(CollectivesMisc, NonContiguousTensorsAreWrittenInPlace) {
@@ -199,7 +203,7 @@ TEST(CollectivesMisc, NonContiguousTensorsAreWrittenInPlace) {
     comm->reduce_scatter(out, input_for(rank, 12, torch::kFloat).view({2, 6}), ReduceOp::Avg).wait();
     EXPECT_TRUE(torch::allclose(out.contiguous().view(-1),
                                 reference(2, 12, torch::kFloat, ReduceOp::Avg, false).narrow(0, rank * 6, 6)));
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 // ZeRO reduces a flat gradient buffer into this rank's own chunk of it.
@@ -215,7 +219,7 @@ TEST(CollectivesMisc, InPlaceReduceScatterAndAllgather) {
       comm->allgather_into(flat, mine).wait();
       EXPECT_TRUE(torch::equal(flat, want)) << c10::toString(dtype);
     }
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 TEST(CollectivesMisc, Int16AndInt8Allreduce) {
@@ -225,7 +229,7 @@ TEST(CollectivesMisc, Int16AndInt8Allreduce) {
       comm->allreduce(t, ReduceOp::Sum).wait();
       EXPECT_TRUE(torch::equal(t, reference(3, 100, dtype, ReduceOp::Sum, false))) << c10::toString(dtype);
     }
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 // A rank that drops a Work without waiting must not leave its peers waiting
@@ -247,7 +251,7 @@ TEST(CollectivesMisc, DroppedWorkStillCompletesForPeers) {
     comm->reduce_scatter(out, next_in, ReduceOp::Max).wait();
     auto want = torch::maximum(input_for(5, 2 * chunk, torch::kFloat), input_for(6, 2 * chunk, torch::kFloat));
     EXPECT_TRUE(torch::equal(out, want.narrow(0, rank * chunk, chunk)));
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 TEST(CollectivesMisc, ManyOutstandingWorksCompleteInIssueOrder) {
@@ -260,7 +264,7 @@ TEST(CollectivesMisc, ManyOutstandingWorksCompleteInIssueOrder) {
     }
     for (int i = 15; i >= 0; --i) works[i].wait();  // waiting out of order is fine
     for (int i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(ts[i][0].item<float>(), 0.5f + i);
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }
 
 }  // namespace
@@ -285,5 +289,5 @@ TEST(CollectivesMisc, UnevenPointToPointDoesNotDesynchroniseLaterCollectives) {
     auto out = torch::empty({2});
     comm->reduce_scatter(out, torch::ones({6}), ReduceOp::Sum).wait();
     EXPECT_TRUE(torch::equal(out, torch::full({2}, 3.0f)));
-  });
+  }, paisoar::testing::test_options(Backend::Gloo));
 }

@@ -8,6 +8,7 @@
 
 #include "tests/support/thread_ranks.h"
 
+using paisoar::comm::Backend;
 using paisoar::comm::CommError;
 using paisoar::comm::CommOptions;
 using paisoar::comm::Communicator;
@@ -20,8 +21,14 @@ bool mentions(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST(CommErrors, MismatchedShapesAreNamedOnEveryRank) {
-  CommOptions options = paisoar::testing::test_options();
+// Every case on Gloo and on the in-process backend: the errors are the same.
+class CommErrors : public ::testing::TestWithParam<Backend> {
+ protected:
+  CommOptions options() const { return paisoar::testing::test_options(GetParam()); }
+};
+
+TEST_P(CommErrors, MismatchedShapesAreNamedOnEveryRank) {
+  CommOptions options = this->options();
   options.check_collectives = true;
   std::vector<std::string> messages(2);
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
@@ -41,8 +48,8 @@ TEST(CommErrors, MismatchedShapesAreNamedOnEveryRank) {
   }
 }
 
-TEST(CommErrors, MismatchedOperationsAreNamed) {
-  CommOptions options = paisoar::testing::test_options();
+TEST_P(CommErrors, MismatchedOperationsAreNamed) {
+  CommOptions options = this->options();
   options.check_collectives = true;
   std::vector<std::string> messages(2);
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
@@ -58,8 +65,8 @@ TEST(CommErrors, MismatchedOperationsAreNamed) {
   EXPECT_TRUE(mentions(messages[1], "does not match rank 0")) << messages[1];
 }
 
-TEST(CommErrors, TimeoutNamesOperationRankAndCause) {
-  CommOptions options = paisoar::testing::test_options();
+TEST_P(CommErrors, TimeoutNamesOperationRankAndCause) {
+  CommOptions options = this->options();
   options.timeout = std::chrono::milliseconds(500);
   std::string message;
   CommError::Cause cause = CommError::Cause::Other;
@@ -83,8 +90,8 @@ TEST(CommErrors, TimeoutNamesOperationRankAndCause) {
   EXPECT_TRUE(mentions(message, "did not join")) << message;
 }
 
-TEST(CommErrors, PeerThatLeftIsReported) {
-  CommOptions options = paisoar::testing::test_options();
+TEST_P(CommErrors, PeerThatLeftIsReported) {
+  CommOptions options = this->options();
   options.timeout = std::chrono::seconds(20);
   std::string message;
   CommError::Cause cause = CommError::Cause::Other;
@@ -107,7 +114,7 @@ TEST(CommErrors, PeerThatLeftIsReported) {
   EXPECT_TRUE(mentions(message, "a peer rank exited or crashed")) << message;
 }
 
-TEST(CommErrors, InvalidArgumentsAreClearErrors) {
+TEST_P(CommErrors, InvalidArgumentsAreClearErrors) {
   run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
     auto expect_invalid = [](const std::function<void()>& fn, const std::string& part) {
       try {
@@ -128,7 +135,10 @@ TEST(CommErrors, InvalidArgumentsAreClearErrors) {
     expect_invalid([&] { comm->recv(torch::ones({3}), 1 - rank, 1 << 30); }, "tag 1073741824");
     expect_invalid([&] { comm->allgather_into(torch::ones({3}), torch::ones({2})); },
                    "output must have");
-  });
+  }, options());
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, CommErrors, ::testing::Values(Backend::Gloo, Backend::Threads),
+                         [](const auto& info) { return std::string(paisoar::comm::to_string(info.param)); });
 
 }  // namespace

@@ -48,12 +48,12 @@ TEST(RankInfoFromEnv, TheLaunchersStoreAndJobToken) {
   try {
     rank_info_from_env(env);
     FAIL() << "a store without a token was accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const c10::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("PAISOAR_JOB_TOKEN"), std::string::npos) << e.what();
   }
   env["PAISOAR_JOB_TOKEN"] = "tok";
   env["PAISOAR_STORE_PORT"] = "70000";
-  EXPECT_THROW(rank_info_from_env(env), std::invalid_argument);
+  EXPECT_THROW(rank_info_from_env(env), c10::ValueError);
 }
 
 TEST(RankInfoFromEnv, SlurmVariablesAndNodelist) {
@@ -86,14 +86,14 @@ TEST(RankInfoFromEnv, OpenMpiVariables) {
   EXPECT_THROW(rank_info_from_env(EnvMap{{"OMPI_COMM_WORLD_RANK", "1"},
                                          {"OMPI_COMM_WORLD_SIZE", "4"},
                                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
-               std::invalid_argument);
+               c10::ValueError);
 }
 
 TEST(RankInfoFromEnv, BadValuesNameTheVariable) {
   auto message = [](const EnvMap& env) {
     try {
       rank_info_from_env(env);
-    } catch (const std::invalid_argument& e) {
+    } catch (const c10::ValueError& e) {
       return std::string(e.what());
     }
     return std::string("no error");

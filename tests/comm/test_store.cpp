@@ -65,7 +65,7 @@ TEST(StoreTest, SecondGroupOverTheSameStore) {
 
 TEST(StoreTest, BadPortIsAClearError) {
   EXPECT_THROW(Store::tcp("127.0.0.1", 0, false, 2, std::chrono::seconds(1)),
-               std::invalid_argument);
+               c10::ValueError);
   EXPECT_THROW(Store::tcp("127.0.0.1", 70000, true, 2, std::chrono::seconds(1)),
-               std::invalid_argument);
+               c10::ValueError);
 }

@@ -141,7 +141,7 @@ TEST(Convert, MismatchedIdxFilesNameBoth) {
 TEST(Convert, RefusesToOverwriteADataSet) {
   SmallIdx idx;
   convert_idx(idx.dir / "images.idx", idx.dir / "labels.idx.gz", idx.dir / "out", quiet(5, 1));
-  expect_error_of<std::runtime_error>(
+  expect_error_of<c10::Error>(
       [&] { convert_idx(idx.dir / "images.idx", idx.dir / "labels.idx.gz", idx.dir / "out", quiet(5, 1)); },
       {(idx.dir / "out").c_str(), "already holds a data set"});
 }
@@ -166,7 +166,7 @@ TEST(Convert, FailingWorkerStopsAllAndLeavesNothing) {
     EXPECT_TRUE(fs::is_empty(out)) << "shards or temporaries left in " << out;
     EXPECT_LT(made.load(), 1000) << "the other workers did not stop";
   }
-  expect_error_of<std::invalid_argument>([&] { write_shard_set(dir / "x", 10, {}, quiet(0, 1), make); },
+  expect_error_of<c10::ValueError>([&] { write_shard_set(dir / "x", 10, {}, quiet(0, 1), make); },
                                          {"at least 1"});
 }
 

@@ -145,7 +145,7 @@ TEST(DataLoader, ResumeMidEpochContinuesExactly) {
   while (auto b = resumed.next()) rest.push_back(std::move(*b));
   expect_same(std::vector<Batch>(full.begin() + 7, full.end()), rest);
   EXPECT_EQ(rest.front().index, 7);
-  EXPECT_THROW(resumed.start_epoch(0, 1000), std::invalid_argument);
+  EXPECT_THROW(resumed.start_epoch(0, 1000), c10::ValueError);
 }
 
 TEST(DataLoader, BadSampleRaisesNamingItAndStopsCleanly) {
@@ -156,7 +156,7 @@ TEST(DataLoader, BadSampleRaisesNamingItAndStopsCleanly) {
     loader.start_epoch(0);
     expect_error_of<DataError>([&] { while (loader.next()) {} }, {"counting record 37", "corrupt"});
     // next() does not silently start over at epoch 0.
-    EXPECT_THROW(loader.next(), std::logic_error);
+    expect_error_of<c10::Error>([&] { loader.next(); }, {"the epoch stopped on an error"});
     // The loader is usable afterwards (a new epoch starts fresh workers).
     ds->bad.clear();
     EXPECT_EQ(whole_epoch(loader, 1).size(), 8u);
@@ -227,7 +227,7 @@ TEST(DataLoader, ReportsWaitPerBatchAndRejectsBadOptions) {
   }
   EXPECT_DOUBLE_EQ(loader.stats().total_wait_s, sum);
   EXPECT_EQ(loader.stats().batches, 3);
-  EXPECT_THROW(DataLoader(ds, options(0, 1)), std::invalid_argument);
-  EXPECT_THROW(DataLoader(ds, options(4, -1)), std::invalid_argument);
-  EXPECT_THROW(DataLoader(ds, options(4, 1, 3, 2)), std::invalid_argument);
+  EXPECT_THROW(DataLoader(ds, options(0, 1)), c10::ValueError);
+  EXPECT_THROW(DataLoader(ds, options(4, -1)), c10::ValueError);
+  EXPECT_THROW(DataLoader(ds, options(4, 1, 3, 2)), c10::ValueError);
 }

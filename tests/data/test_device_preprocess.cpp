@@ -35,5 +35,5 @@ TEST(DevicePreprocess, NormalisesAndFlipsLikeTheFormula) {
   EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-5));
   EXPECT_EQ(pre.flips(3, 101), DevicePreprocess(o).flips(3, 101));
   batch.data = batch.data.to(torch::kFloat);
-  EXPECT_THROW(pre(batch), std::invalid_argument);
+  EXPECT_THROW(pre(batch), c10::ValueError);
 }

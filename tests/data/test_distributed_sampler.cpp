@@ -59,7 +59,7 @@ TEST(DistributedSampler, ReshufflesPerEpochAndRejectsBadRanks) {
   DistributedSampler s(100, opts(0, 1, true, 3));
   EXPECT_NE(s.indices(0), s.indices(1));
   EXPECT_EQ(s.indices(1), s.indices(1));
-  EXPECT_THROW(DistributedSampler(10, opts(2, 2, true, 0)), std::invalid_argument);
-  EXPECT_THROW(DistributedSampler(0, opts(0, 1, true, 0)), std::invalid_argument);
-  EXPECT_THROW(DistributedSampler(2, opts(0, 4, true, 0, true)), std::invalid_argument);
+  EXPECT_THROW(DistributedSampler(10, opts(2, 2, true, 0)), c10::ValueError);
+  EXPECT_THROW(DistributedSampler(0, opts(0, 1, true, 0)), c10::ValueError);
+  EXPECT_THROW(DistributedSampler(2, opts(0, 4, true, 0, true)), c10::ValueError);
 }

@@ -23,7 +23,7 @@ std::string temp_path(const std::string& name) {
 std::string error_of(const std::string& path) {
   try {
     read_idx(path);
-  } catch (const std::runtime_error& e) {
+  } catch (const c10::Error& e) {
     return e.what();
   }
   return "no error";
@@ -63,7 +63,7 @@ TEST(Idx, BadFilesSayWhatIsWrong) {
   try {
     write_idx(path, torch::zeros({2}, torch::kBool));
     FAIL();
-  } catch (const std::runtime_error& e) {
+  } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot hold dtype Bool"), std::string::npos);
   }
   EXPECT_FALSE(std::filesystem::exists(path)) << "no half-written file";

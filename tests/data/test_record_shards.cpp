@@ -85,8 +85,8 @@ TEST(RecordShards, RoundTripWithRandomAccess) {
     EXPECT_EQ(e.offset % 512, 0u);
     EXPECT_EQ(reader.read(i), r.payload) << "record " << i;
   }
-  EXPECT_THROW(reader.entry(static_cast<int64_t>(records.size())), std::out_of_range);
-  EXPECT_THROW(reader.read(-1), std::out_of_range);
+  EXPECT_THROW(reader.entry(static_cast<int64_t>(records.size())), c10::IndexError);
+  EXPECT_THROW(reader.read(-1), c10::IndexError);
   // Headers, padded payloads, the two .cls members and the end blocks, nothing more.
   uint64_t expected = 1024;
   for (const auto& r : records) expected += 512 + (r.payload.size() + 511) / 512 * 512 + 512 + 512;

@@ -59,24 +59,24 @@ class IdxFuzz : public ::testing::Test {
 
 TEST_F(IdxFuzz, ByteEditsOfAPlainFile) {
   write_idx(dir_ / "valid.idx", torch::arange(3 * 5 * 7, torch::kInt16).reshape({3, 5, 7}));
-  fuzz_file<std::runtime_error>(dir_ / "m.idx", read_file_bytes(dir_ / "valid.idx"), kMutants, 21, load_idx);
+  fuzz_file<c10::Error>(dir_ / "m.idx", read_file_bytes(dir_ / "valid.idx"), kMutants, 21, load_idx);
 }
 
 TEST_F(IdxFuzz, ByteEditsOfAGzippedFile) {
   write_idx(dir_ / "valid.idx.gz", torch::arange(4 * 28 * 28, torch::kInt32).reshape({4, 28, 28}).to(torch::kUInt8));
-  fuzz_file<std::runtime_error>(dir_ / "m.idx.gz", read_file_bytes(dir_ / "valid.idx.gz"), kMutants, 22,
+  fuzz_file<c10::Error>(dir_ / "m.idx.gz", read_file_bytes(dir_ / "valid.idx.gz"), kMutants, 22,
                                 load_idx);
 }
 
 TEST_F(IdxFuzz, TamperedHeaders) {
-  fuzz_file<std::runtime_error>(dir_ / "t.idx", "", kMutants, 23, load_idx, tampered_idx);
+  fuzz_file<c10::Error>(dir_ / "t.idx", "", kMutants, 23, load_idx, tampered_idx);
 }
 
 TEST_F(IdxFuzz, HeaderAnnouncingATerabyteIsRefusedBeforeAllocating) {
   // 2^20 x 2^20 bytes is within the old 1 TiB sanity bound; the file holds 10.
   write_file_bytes(dir_ / "big.idx", idx_bytes(0x08, {1u << 20, 1u << 20}, 10));
   testing::AllocationCap cap(size_t{64} << 20);
-  testing::expect_error_of<std::runtime_error>([&] { read_idx(dir_ / "big.idx"); },
+  testing::expect_error_of<c10::Error>([&] { read_idx(dir_ / "big.idx"); },
                                                {"big.idx", "announces", "holds"});
   EXPECT_EQ(cap.refused(), 0u);
   // Gzipped, the size cannot be known in advance; the reader must still not
@@ -86,7 +86,7 @@ TEST_F(IdxFuzz, HeaderAnnouncingATerabyteIsRefusedBeforeAllocating) {
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(gzwrite(f, plain.data(), static_cast<unsigned>(plain.size())), static_cast<int>(plain.size()));
   ASSERT_EQ(gzclose(f), Z_OK);
-  testing::expect_error_of<std::runtime_error>([&] { read_idx(dir_ / "big.idx.gz"); }, {"big.idx.gz"});
+  testing::expect_error_of<c10::Error>([&] { read_idx(dir_ / "big.idx.gz"); }, {"big.idx.gz"});
   EXPECT_EQ(cap.refused(), 0u);
 }
 

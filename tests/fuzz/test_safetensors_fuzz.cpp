@@ -5,7 +5,7 @@
 // overflowing shapes and offsets, unknown dtypes, duplicate names, deep
 // nesting, lying header lengths). Each must load or throw c10::Error naming
 // the file, without crashing or allocating more than the cap.
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 
 #include "tests/fuzz/byte_mutator.h"
 #include "tests/support/expect_error.h"
@@ -25,9 +25,9 @@ using testing::TempDir;
 
 constexpr int kMutants = 1500;
 
-TensorMap small_tensors() {
+format::TensorMap small_tensors() {
   torch::manual_seed(3);
-  TensorMap t;
+  format::TensorMap t;
   t["w"] = torch::randn({4, 3});
   t["b"] = torch::arange(5, torch::kInt64);
   t["h"] = torch::randn({2, 2}).to(torch::kBFloat16);
@@ -61,8 +61,8 @@ Parts split(const std::string& file) {
 // The same file without paisoar's CRC keys, as another writer would make it.
 std::string without_crcs(const std::string& file) {
   Parts p = split(file);
-  p.header["__metadata__"].erase(kDataCrcKey);
-  p.header["__metadata__"].erase(kHeaderCrcKey);
+  p.header["__metadata__"].erase(format::kDataCrcKey);
+  p.header["__metadata__"].erase(format::kHeaderCrcKey);
   return assemble(p.header.dump(), p.data);
 }
 
@@ -129,14 +129,14 @@ std::string tamper(ByteMutator& m, const std::string& valid) {
 }
 
 void load(const std::string& path) {
-  const Checkpoint c = load_safetensors(path);
+  const format::TensorFile c = format::load_safetensors(path);
   for (const auto& [name, t] : c.tensors) ASSERT_TRUE(t.defined()) << name;
 }
 
 class SafetensorsFuzz : public ::testing::Test {
  protected:
   void SetUp() override {
-    save_safetensors(dir_ / "valid.safetensors", small_tensors(), {{"epoch", "3"}});
+    format::save_safetensors(dir_ / "valid.safetensors", small_tensors(), {{"epoch", "3"}});
     valid_ = testing::read_file_bytes(dir_ / "valid.safetensors");
   }
   TempDir dir_{"fuzz_safetensors", testing::fast_temp_parent()};
@@ -158,7 +158,7 @@ TEST_F(SafetensorsFuzz, ByteEditsOfACheckedFile) {
 TEST_F(SafetensorsFuzz, ByteEditsOfAFileWithoutCrcs) {
   const std::string plain = without_crcs(valid_);
   testing::write_file_bytes(dir_ / "plain.safetensors", plain);
-  ASSERT_EQ(load_safetensors(dir_ / "plain.safetensors").tensors.size(), small_tensors().size());
+  ASSERT_EQ(format::load_safetensors(dir_ / "plain.safetensors").tensors.size(), small_tensors().size());
   fuzz_file<c10::Error>(dir_ / "m.safetensors", plain, kMutants, 12, load);
 }
 
@@ -175,7 +175,7 @@ TEST_F(SafetensorsFuzz, LyingHeaderLength) {
     for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(n >> (8 * i));
     testing::write_file_bytes(dir_ / "n.safetensors", bytes);
     testing::AllocationCap cap(size_t{64} << 20);
-    testing::expect_error([&] { load_safetensors(dir_ / "n.safetensors"); }, {"n.safetensors"});
+    testing::expect_error([&] { format::load_safetensors(dir_ / "n.safetensors"); }, {"n.safetensors"});
     EXPECT_EQ(cap.refused(), 0u) << n;
   }
 }
@@ -185,7 +185,7 @@ TEST_F(SafetensorsFuzz, DuplicateTensorNamesAreNamed) {
   std::string text = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
                      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
   testing::write_file_bytes(dir_ / "d.safetensors", assemble(text, std::string(8, '\0')));
-  testing::expect_error([&] { load_safetensors(dir_ / "d.safetensors"); }, {"d.safetensors", "'a'", "twice"});
+  testing::expect_error([&] { format::load_safetensors(dir_ / "d.safetensors"); }, {"d.safetensors", "'a'", "twice"});
 }
 
 TEST_F(SafetensorsFuzz, DeeplyNestedHeaderIsRefusedNotRecursedInto) {
@@ -195,7 +195,7 @@ TEST_F(SafetensorsFuzz, DeeplyNestedHeaderIsRefusedNotRecursedInto) {
                      std::string(depth, '[') + std::string(depth, ']') +
                      R"(,"shape":[1],"data_offsets":[0,4]}})";
   testing::write_file_bytes(dir_ / "deep.safetensors", assemble(text, std::string(4, '\0')));
-  testing::expect_error([&] { load_safetensors(dir_ / "deep.safetensors"); }, {"deep.safetensors", "nest"});
+  testing::expect_error([&] { format::load_safetensors(dir_ / "deep.safetensors"); }, {"deep.safetensors", "nest"});
 }
 
 TEST_F(SafetensorsFuzz, HugeDimensionAfterAZeroOne) {
@@ -203,12 +203,12 @@ TEST_F(SafetensorsFuzz, HugeDimensionAfterAZeroOne) {
   const std::string text =
       R"({"a":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})";
   testing::write_file_bytes(dir_ / "z.safetensors", assemble(text, ""));
-  testing::expect_error([&] { load_safetensors(dir_ / "z.safetensors"); }, {"z.safetensors", "'a'"});
+  testing::expect_error([&] { format::load_safetensors(dir_ / "z.safetensors"); }, {"z.safetensors", "'a'"});
   std::string dims = "0";
   for (int i = 0; i < 100000; ++i) dims += ",1";
   const std::string rank = R"({"a":{"dtype":"F32","shape":[)" + dims + R"(],"data_offsets":[0,0]}})";
   testing::write_file_bytes(dir_ / "r.safetensors", assemble(rank, ""));
-  testing::expect_error([&] { load_safetensors(dir_ / "r.safetensors"); }, {"r.safetensors", "dimensions"});
+  testing::expect_error([&] { format::load_safetensors(dir_ / "r.safetensors"); }, {"r.safetensors", "dimensions"});
 }
 
 }  // namespace

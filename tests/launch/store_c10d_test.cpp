@@ -134,7 +134,7 @@ TEST(StoreC10d, TheRanksClientJoinsWithTheRightTokenOnly) {
   try {
     comm::Store::launcher("127.0.0.1", port, "guessed", std::chrono::seconds(20));
     FAIL() << "a wrong token joined";
-  } catch (const std::runtime_error& e) {
+  } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find("the rendezvous store refused this process: "
                                          "PAISOAR_JOB_TOKEN does not match the job's"),
               std::string::npos)

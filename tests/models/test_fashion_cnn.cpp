@@ -47,7 +47,7 @@ TEST(FashionCnn, RejectsOtherInputs) {
   EXPECT_THROW(model->forward(torch::randn({2, 1, 32, 32})), c10::Error);
   FashionCnnOptions none;
   none.num_classes = 0;
-  EXPECT_THROW(FashionCnn{none}, std::invalid_argument);
+  EXPECT_THROW(FashionCnn{none}, c10::ValueError);
 }
 
 }  // namespace

@@ -108,10 +108,10 @@ TEST(Gpt, RejectsLongSequencesAndBadInputs) {
   EXPECT_THROW(GptImpl::loss(torch::zeros({1, 4, 64}), torch::zeros({1, 5}, torch::kLong)), c10::Error);
   GptOptions bad = small();
   bad.n_head = 3;  // does not divide 32
-  EXPECT_THROW(Gpt{bad}, std::invalid_argument);
+  EXPECT_THROW(Gpt{bad}, c10::ValueError);
   bad = small();
   bad.n_layer = 0;
-  EXPECT_THROW(Gpt{bad}, std::invalid_argument);
+  EXPECT_THROW(Gpt{bad}, c10::ValueError);
 }
 
 TEST(Gpt, CausalMaskHidesTheFuture) {

@@ -72,13 +72,13 @@ TEST(Mlp, RejectsBadOptionsAndInputs) {
   EXPECT_THROW(model->forward(torch::randn({784})), c10::Error);
   MlpOptions bad;
   bad.hidden = {64, 0};
-  EXPECT_THROW(Mlp{bad}, std::invalid_argument);
+  EXPECT_THROW(Mlp{bad}, c10::ValueError);
   bad = {};
   bad.dropout = 1.0;
-  EXPECT_THROW(Mlp{bad}, std::invalid_argument);
+  EXPECT_THROW(Mlp{bad}, c10::ValueError);
   bad = {};
   bad.num_classes = 0;
-  EXPECT_THROW(Mlp{bad}, std::invalid_argument);
+  EXPECT_THROW(Mlp{bad}, c10::ValueError);
 }
 
 }  // namespace

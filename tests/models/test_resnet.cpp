@@ -114,7 +114,7 @@ TEST(ResNet, OtherDepthsAndBadOptions) {
   EXPECT_EQ(count_parameters(*ResNet(r34)), 21797672);  // torchvision.models.resnet34()
   ResNetOptions bad;
   bad.blocks = {2, 0, 2, 2};
-  EXPECT_THROW(ResNet{bad}, std::invalid_argument);
+  EXPECT_THROW(ResNet{bad}, c10::ValueError);
 }
 
 TEST(ResNet50, ParameterCountIsTorchvisions) {

@@ -81,16 +81,16 @@ TEST(Vgg16Bn, MatchesTorchvision) {
 TEST(Vgg, BadOptions) {
   VggOptions narrow;
   narrow.layers = {64, kVggPool};
-  EXPECT_THROW(Vgg{narrow}, std::invalid_argument);  // the classifier takes 512 channels
+  EXPECT_THROW(Vgg{narrow}, c10::ValueError);  // the classifier takes 512 channels
   VggOptions negative;
   negative.layers = {-3, 512};
-  EXPECT_THROW(Vgg{negative}, std::invalid_argument);
+  EXPECT_THROW(Vgg{negative}, c10::ValueError);
   VggOptions bad;
   bad.dropout = -0.1;
-  EXPECT_THROW(Vgg{bad}, std::invalid_argument);
+  EXPECT_THROW(Vgg{bad}, c10::ValueError);
   bad = {};
   bad.num_classes = 0;
-  EXPECT_THROW(Vgg{bad}, std::invalid_argument);
+  EXPECT_THROW(Vgg{bad}, c10::ValueError);
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ TEST(FlatBufferTest, MixedDtypesAreAClearError) {
   try {
     FlatBuffer flat(ps);
     ADD_FAILURE() << "mixed dtypes accepted";
-  } catch (const std::invalid_argument& e) {
+  } catch (const c10::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("parameter 1 is Double"), std::string::npos) << e.what();
   }
 }

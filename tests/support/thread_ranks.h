@@ -14,13 +14,17 @@
 #include <c10/util/Exception.h>
 
 #include "paisoar/comm/communicator.h"
+#include "paisoar/error.h"
 
 namespace paisoar::testing {
 
-// Test default: a rank that failed an assertion leaves its peers waiting for
-// at most this long, not the library's 5 minutes.
-inline comm::CommOptions test_options() {
+// Test default: ranks are threads joined by the in-process backend (no
+// sockets), so logic tests run anywhere; tests of the transport itself pass
+// Backend::Gloo. A rank that failed an assertion leaves its peers waiting for
+// at most 30 s, not the library's 5 minutes.
+inline comm::CommOptions test_options(comm::Backend backend = comm::Backend::Threads) {
   comm::CommOptions options;
+  options.backend = backend;
   options.timeout = std::chrono::seconds(30);
   return options;
 }
@@ -49,7 +53,7 @@ inline void run_ranks(int world,
     try {
       std::rethrow_exception(errors[rank]);
     } catch (const std::exception& e) {
-      throw std::runtime_error("rank " + std::to_string(rank) + ": " + e.what());
+      throw std::runtime_error("rank " + std::to_string(rank) + ": " + error_text(e));
     }
   }
 }
@@ -64,12 +68,9 @@ inline std::vector<std::string> rank_errors(
   run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
     try {
       fn(rank, comm);
-    } catch (const c10::Error& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      errors[rank] = e.what_without_backtrace();
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mutex);
-      errors[rank] = e.what();
+      errors[rank] = error_text(e);
     }
   }, options);
   return errors;

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <thread>
 
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
@@ -177,7 +177,7 @@ TEST(TrainerFaults, CheckpointWithDamagedMetadataIsNamed) {
   c.checkpoint.dir = dir / "ckpt";
   // Intact as a file (its CRCs match), but its step is not a number.
   std::filesystem::create_directories(dir / "ckpt");
-  checkpoint::save_safetensors(dir / "ckpt/step-000000000001.safetensors", {{"x", torch::zeros({1})}},
+  format::save_safetensors(dir / "ckpt/step-000000000001.safetensors", {{"x", torch::zeros({1})}},
                                {{"train.step", "1x"}, {"train.loader_epoch", "0"}, {"train.loader_batch", "0"}});
   const auto outcomes = fit_on_two_ranks(c);
   for (const auto& o : outcomes) {

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/temp_dir.h"
 #include "tests/zero/zero_harness.h"
@@ -109,7 +109,7 @@ TEST(ZeroShardedCheckpoint, ConsolidatesIntoOneModelFile) {
     if (rank == 0) want = full;
   });
   zero::consolidate_shards(dir, tmp / "model.safetensors");
-  auto ck = checkpoint::load_safetensors(tmp / "model.safetensors");
+  auto ck = format::load_safetensors(tmp / "model.safetensors");
   const char* names[] = {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"};
   ASSERT_EQ(ck.tensors.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {

@@ -146,8 +146,8 @@ TEST(ShardLayout, PadsEachUnitToTheWorldSize) {
     for (const auto& p : layout.pieces(r)) covered += p.numel;
   }
   EXPECT_EQ(covered, 12);
-  EXPECT_THROW(zero::ShardLayout({1, 1}, {{0}}, 2), std::invalid_argument);
-  EXPECT_THROW(zero::ShardLayout({1}, {{0}}, 0), std::invalid_argument);
+  EXPECT_THROW(zero::ShardLayout({1, 1}, {{0}}, 2), c10::ValueError);
+  EXPECT_THROW(zero::ShardLayout({1}, {{0}}, 0), c10::ValueError);
 }
 
 }  // namespace

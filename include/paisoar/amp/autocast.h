@@ -22,7 +22,7 @@ struct AutocastOptions {
 // Autocast state is per thread: a guard affects only the thread that made it
 // (autograd's backward does not need one). Guards nest; each restores the
 // state it found, and the outermost one clears the weight-cast cache.
-// Throws std::invalid_argument for a dtype the device's autocast does not take.
+// Throws c10::ValueError for a dtype the device's autocast does not take.
 class autocast {
  public:
   explicit autocast(const AutocastOptions& options = {});

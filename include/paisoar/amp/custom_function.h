@@ -52,7 +52,7 @@ class custom_bwd {
   // Runs backward under the autocast state custom_fwd recorded: the caller's,
   // or off when forward had cast_inputs (PyTorch's rule). The engine otherwise
   // runs backward with the state of whoever called backward(), usually off.
-  // Throws std::logic_error if forward did not construct a custom_fwd.
+  // Throws c10::Error if forward did not construct a custom_fwd.
   explicit custom_bwd(torch::autograd::AutogradContext* ctx);
   custom_bwd(const custom_bwd&) = delete;
   custom_bwd& operator=(const custom_bwd&) = delete;

@@ -3,9 +3,10 @@
 // step number, and either stops training or skips the step on every rank.
 #pragma once
 
+#include <c10/util/Exception.h>
+
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -28,10 +29,10 @@ struct FiniteLossCheckOptions {
   int64_t max_consecutive_skips = 10;
 };
 
-class NonFiniteLossError : public std::runtime_error {
+class NonFiniteLossError : public c10::Error {
  public:
   NonFiniteLossError(const std::string& message, int64_t step)
-      : std::runtime_error(message), step_(step) {}
+      : c10::Error(message), step_(step) {}
   int64_t step() const { return step_; }
 
  private:

@@ -64,7 +64,7 @@ class GradScaler {
   // 0-dim tensors: scale, growth_factor, backoff_factor, growth_interval,
   // growth_tracker, skipped_steps (PyTorch's keys plus the skip count).
   std::map<std::string, torch::Tensor> state_dict() const;
-  // Throws std::invalid_argument naming a missing key or a non-scalar value.
+  // Throws c10::ValueError naming a missing key or a non-scalar value.
   void load_state_dict(const std::map<std::string, torch::Tensor>& state);
 
  private:

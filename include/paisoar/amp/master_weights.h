@@ -20,7 +20,7 @@ namespace paisoar::amp {
 // Not thread-safe.
 class MasterWeights {
  public:
-  // Throws std::invalid_argument for a non-floating parameter.
+  // Throws c10::ValueError for a non-floating parameter.
   explicit MasterWeights(std::vector<torch::Tensor> model_params);
 
   std::vector<torch::Tensor>& params() { return master_; }

@@ -24,7 +24,7 @@ enum class Precision {
             // floating inputs cast to it, even for ops autocast does not list
 };
 
-// "inherit", "fp32"/"full", "low"/"bf16"/"fp16"; throws std::invalid_argument
+// "inherit", "fp32"/"full", "low"/"bf16"/"fp16"; throws c10::ValueError
 // naming the text otherwise.
 Precision parse_precision(const std::string& text);
 const char* to_string(Precision precision);
@@ -77,7 +77,7 @@ class PrecisionPolicy {
   // From a YAML mapping of precision to pattern list, e.g.
   //   fp32: [head, "*.norm"]
   //   low: ["blocks.*.mlp"]
-  // Throws std::invalid_argument naming the bad key or value.
+  // Throws c10::ValueError naming the bad key or value.
   static PrecisionPolicy from_yaml(const std::string& yaml_text);
 
   PrecisionPolicy& add(std::string pattern, Precision precision);

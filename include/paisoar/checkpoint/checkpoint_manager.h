@@ -4,7 +4,7 @@
 // reported on stderr and skipped).
 #pragma once
 
-#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/format/tensor_file.h"
 
 #include <cstdint>
 #include <optional>
@@ -37,15 +37,15 @@ class CheckpointManager {
   // True when every_steps > 0, step > 0 and step is a multiple of every_steps.
   bool due(int64_t step) const;
 
-  // Rank 0: writes step-<step>.safetensors atomically (see save_safetensors),
+  // Rank 0: writes step-<step>.safetensors atomically (see format::save_safetensors),
   // with "paisoar.step" added to the metadata, then deletes all but the newest
   // keep_last checkpoints. Other ranks return at once. REQUIRES: step >= 0.
-  void save(int64_t step, const TensorMap& tensors, const Metadata& metadata = {});
-  void save(int64_t step, const Checkpoint& checkpoint) { save(step, checkpoint.tensors, checkpoint.metadata); }
+  void save(int64_t step, const format::TensorMap& tensors, const format::Metadata& metadata = {});
+  void save(int64_t step, const format::TensorFile& checkpoint) { save(step, checkpoint.tensors, checkpoint.metadata); }
 
   struct Loaded {
     int64_t step;
-    Checkpoint checkpoint;  // checkpoint.source is the file's path
+    format::TensorFile checkpoint;  // checkpoint.source is the file's path
   };
   // The newest checkpoint that loads intact, or nullopt if the directory holds
   // none. Each newer file that fails to load is named in a warning on stderr.

@@ -4,8 +4,8 @@
 // capture_training_state() produces is what CheckpointManager::save() takes.
 #pragma once
 
-#include "paisoar/checkpoint/checkpoint_content.h"
-#include "paisoar/checkpoint/optimizer_state.h"
+#include "paisoar/format/tensor_file.h"
+#include "paisoar/optim/optimizer_state.h"
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
@@ -14,18 +14,18 @@ namespace paisoar::checkpoint {
 
 // Adds every parameter and buffer of `module` (recursively) as "model.<name>",
 // e.g. "model.fc1.weight", "model.bn.running_mean".
-void add_module_state(const torch::nn::Module& module, TensorMap& tensors);
+void add_module_state(const torch::nn::Module& module, format::TensorMap& tensors);
 
 // Copies the checkpoint's "model.*" tensors into `module`'s parameters and
 // buffers. Every name, shape and dtype must match; otherwise throws c10::Error
 // naming the file and listing each missing, unexpected and mismatched tensor,
 // and `module` is left unchanged.
-void restore_module_state(torch::nn::Module& module, const Checkpoint& checkpoint);
+void restore_module_state(torch::nn::Module& module, const format::TensorFile& checkpoint);
 
 // The default CPU generator's state as the U8 tensor "rng.cpu", and back.
 // Restoring makes later torch::rand/dropout/... draw the same numbers.
-void add_rng_state(TensorMap& tensors);
-void restore_rng_state(const Checkpoint& checkpoint);  // throws c10::Error if "rng.cpu" is absent
+void add_rng_state(format::TensorMap& tensors);
+void restore_rng_state(const format::TensorFile& checkpoint);  // throws c10::Error if "rng.cpu" is absent
 
 // What to capture or restore; null members are skipped. Not owning.
 struct TrainingState {
@@ -36,8 +36,8 @@ struct TrainingState {
 
 // model + optimizer + RNG, plus `metadata` (caller's keys must not start with
 // "optim." or "paisoar.").
-Checkpoint capture_training_state(const TrainingState& state, Metadata metadata = {});
+format::TensorFile capture_training_state(const TrainingState& state, format::Metadata metadata = {});
 // Restores the parts named by `state`; the caller reads its own metadata back.
-void restore_training_state(const TrainingState& state, const Checkpoint& checkpoint);
+void restore_training_state(const TrainingState& state, const format::TensorFile& checkpoint);
 
 }  // namespace paisoar::checkpoint

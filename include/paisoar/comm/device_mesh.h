@@ -15,7 +15,7 @@ namespace paisoar::comm {
 // Constructing a mesh is collective over `world`: every rank builds the same mesh.
 class DeviceMesh {
  public:
-  // Throws std::invalid_argument when the product of `shape` is not world->size()
+  // Throws c10::ValueError when the product of `shape` is not world->size()
   // or names are missing/duplicated (names default to "dim0", "dim1", ...).
   DeviceMesh(std::shared_ptr<Communicator> world, std::vector<int> shape,
              std::vector<std::string> names = {});

@@ -36,7 +36,7 @@ using EnvMap = std::map<std::string, std::string>;
 // the derived master for Slurm and Open MPI. With none set: a single rank.
 // PAISOAR_STORE_PORT (set by `paisoar launch`) names the launcher's store;
 // PAISOAR_JOB_TOKEN must be set with it.
-// Throws std::invalid_argument naming the variable when one is malformed or missing.
+// Throws c10::ValueError naming the variable when one is malformed or missing.
 RankInfo rank_info_from_env(const EnvMap& env);
 // The same over the process environment.
 RankInfo rank_info_from_env();
@@ -47,7 +47,7 @@ EnvMap process_env();
 
 // `options` with what the environment overrides: PAISOAR_CHECK_COLLECTIVES
 // (1: on), PAISOAR_SEGMENT_BYTES, GLOO_SOCKET_IFNAME. Throws
-// std::invalid_argument naming the variable when one is malformed.
+// c10::ValueError naming the variable when one is malformed.
 CommOptions comm_options_from_env(const EnvMap& env, CommOptions options);
 
 }  // namespace paisoar::comm

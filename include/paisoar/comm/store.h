@@ -25,7 +25,7 @@ class Store {
                    std::chrono::milliseconds timeout);
   // A client of the rendezvous store `paisoar launch` hosts at host:port,
   // which serves a connection only after it showed the job token: this sends
-  // it first. Throws std::runtime_error "the rendezvous store refused this
+  // it first. Throws c10::Error "the rendezvous store refused this
   // process: PAISOAR_JOB_TOKEN does not match the job's ..." on a wrong token,
   // and a message naming host:port when the store cannot be reached in `timeout`.
   static Store launcher(const std::string& host, int port, const std::string& token,

@@ -2,9 +2,10 @@
 // options, and the error every failed collective raises. No c10d types leak here.
 #pragma once
 
+#include <c10/util/Exception.h>
+
 #include <chrono>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace paisoar::comm {
@@ -12,7 +13,11 @@ namespace paisoar::comm {
 enum class ReduceOp { Sum, Avg, Min, Max, Product };
 
 // Auto: Gloo for CPU tensors; NCCL for CUDA tensors in a CUDA build.
-enum class Backend { Auto, Gloo, Nccl };
+// Threads: every rank is a thread of this process over an in-process store
+// (Store::hash()); collectives read and write the ranks' tensors directly, on
+// any device, with no sockets: for logic tests and single-process multi-rank
+// runs. Results are exact and summed in rank order.
+enum class Backend { Auto, Gloo, Nccl, Threads };
 
 const char* to_string(ReduceOp op);
 const char* to_string(Backend backend);
@@ -40,11 +45,11 @@ struct CommOptions {
 
 // Thrown by Work::wait() and by collectives that fail at submission. The message
 // names the operation, the group, this rank, and the likely cause.
-class CommError : public std::runtime_error {
+class CommError : public c10::DistBackendError {
  public:
   enum class Cause { PeerDied, Timeout, Mismatch, InvalidArgument, Other };
   CommError(const std::string& message, Cause cause)
-      : std::runtime_error(message), cause_(cause) {}
+      : c10::DistBackendError(message), cause_(cause) {}
   Cause cause() const noexcept { return cause_; }
 
  private:

@@ -3,15 +3,16 @@
 // loader either rethrows it or, with OnError::Skip, drops the sample and counts it.
 #pragma once
 
-#include <stdexcept>
+#include <c10/util/Exception.h>
+
 #include <string>
 
 namespace paisoar::data {
 
 // what() names the file and the record and says what to do.
-class DataError : public std::runtime_error {
+class DataError : public c10::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit DataError(std::string message) : c10::Error(std::move(message)) {}
 };
 
 }  // namespace paisoar::data

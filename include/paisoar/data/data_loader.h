@@ -69,7 +69,7 @@ struct LoaderStats {
 
 class DataLoader {
  public:
-  // Throws std::invalid_argument naming the bad option.
+  // Throws c10::ValueError naming the bad option.
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options);
   ~DataLoader();  // stops the workers and joins them
   DataLoader(const DataLoader&) = delete;
@@ -81,7 +81,7 @@ class DataLoader {
   // The next batch of the current epoch (starting epoch 0 if none was ever
   // started), or nullopt when the epoch is over. Rethrows a worker's error
   // (after stopping the workers); then start_epoch() or set_position()
-  // continues, and next() without one throws std::logic_error.
+  // continues, and next() without one throws c10::Error.
   std::optional<Batch> next();
 
   LoaderPosition position() const;

@@ -27,7 +27,7 @@ class DevicePreprocess {
  public:
   explicit DevicePreprocess(DevicePreprocessOptions options);
   // batch.data: uint8 [N, C, H, W]. Returns `dtype` [N, C, H, W] on the device.
-  // Throws std::invalid_argument for another dtype or rank.
+  // Throws c10::ValueError for another dtype or rank.
   torch::Tensor operator()(const Batch& batch) const;
   // Whether sample `index` of `epoch` is flipped.
   bool flips(int64_t epoch, int64_t index) const;

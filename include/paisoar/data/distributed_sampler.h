@@ -21,7 +21,7 @@ struct SamplerOptions {
 
 class DistributedSampler {
  public:
-  // Throws std::invalid_argument for a rank outside [0, world_size) or an
+  // Throws c10::ValueError for a rank outside [0, world_size) or an
   // empty data set.
   DistributedSampler(int64_t dataset_size, SamplerOptions options);
 

@@ -11,7 +11,7 @@ namespace paisoar::data {
 // The whole file as a tensor of its element type (uint8, int8, int16, int32,
 // float32 or float64) and its dimensions, e.g. uint8 [60000, 28, 28] for
 // train-images-idx3-ubyte.gz. `.gz` or not is detected from the content.
-// Throws std::runtime_error naming the file and what is wrong (missing,
+// Throws c10::Error naming the file and what is wrong (missing,
 // not IDX, truncated, trailing bytes).
 torch::Tensor read_idx(const std::string& path);
 

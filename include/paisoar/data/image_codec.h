@@ -55,12 +55,12 @@ struct DecodeOptions {
 // edges are the requested ones divided by the scale and rounded, so they may be
 // off by up to half a decoded pixel. Throws DataError for corrupt or truncated
 // data (libjpeg's warnings, such as "premature end of data", count as errors),
-// never crashes or prints to stderr. Throws std::invalid_argument for a region
+// never crashes or prints to stderr. Throws c10::ValueError for a region
 // outside the image or channels other than 1 or 3.
 Image decode_image(const uint8_t* bytes, size_t size, const DecodeOptions& options = {});
 
 // Encoders, for tests, `paisoar convert` and generating benchmark data. Throw
-// std::invalid_argument for an image that is empty, not 1 or 3 channels, or
+// c10::ValueError for an image that is empty, not 1 or 3 channels, or
 // whose pixels do not match its size.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);
 std::vector<uint8_t> encode_png(const Image& image);

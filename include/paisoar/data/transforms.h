@@ -105,9 +105,9 @@ using TransformList = std::vector<std::shared_ptr<const ImageTransform>>;
 // and no antialiasing: torch.nn.functional.interpolate(mode="bilinear",
 // align_corners=False), i.e. torchvision's tensor path with antialias=False.
 // Fixed-point weights; the result is within 0.51 of the exact value. Throws
-// std::invalid_argument for an empty image or output size.
+// c10::ValueError for an empty image or output size.
 Image resize_bilinear(const Image& src, int64_t out_height, int64_t out_width);
-// The region's pixels. Throws std::invalid_argument if it is not inside `src`.
+// The region's pixels. Throws c10::ValueError if it is not inside `src`.
 Image crop(const Image& src, const Region& region);
 
 // torchvision.transforms.functional.affine(angle, translate=(tx, ty), scale=1,

@@ -33,7 +33,7 @@ struct ReducerStats {
 class GradientReducer {
  public:
   // Collective (every rank, same model): checks that every rank holds the same
-  // parameter names, shapes and dtypes (std::runtime_error naming the first
+  // parameter names, shapes and dtypes (c10::Error naming the first
   // difference, on every rank), broadcasts parameters and buffers from rank 0,
   // buckets the gradients and registers the backward hooks. Move or convert
   // the model before, not after: the buckets keep the dtype they were built with.

@@ -15,7 +15,7 @@ enum class Compression {
   PowerSGD,  // rank-r factors of each matrix, warm start, error feedback
 };
 
-// "none", "fp16", "bf16", "int8", "powersgd"; throws std::invalid_argument naming the text.
+// "none", "fp16", "bf16", "int8", "powersgd"; throws c10::ValueError naming the text.
 Compression parse_compression(const std::string& text);
 const char* to_string(Compression compression);
 

@@ -19,7 +19,7 @@ namespace paisoar::hybrid {
 class HybridMesh {
  public:
   // Collective over `world`: every rank builds the same mesh. Throws
-  // std::invalid_argument with layout_problem()'s text when the layout does
+  // c10::ValueError with layout_problem()'s text when the layout does
   // not fit the world (every rank throws the same, before any collective).
   HybridMesh(std::shared_ptr<comm::Communicator> world, ParallelLayout layout);
 

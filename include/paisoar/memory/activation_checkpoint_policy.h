@@ -15,7 +15,7 @@ namespace paisoar::memory {
 
 class CheckpointPolicy {
  public:
-  // Throws std::invalid_argument for an empty pattern.
+  // Throws c10::ValueError for an empty pattern.
   explicit CheckpointPolicy(std::vector<std::string> patterns, ActivationCheckpointOptions options = {});
 
   bool matches(const std::string& module_name) const;
@@ -25,7 +25,7 @@ class CheckpointPolicy {
   // A copy of `model` in which every child whose dotted path (`prefix.name`)
   // matches is wrapped in Checkpointed (the same rewrite PrecisionPolicy::apply
   // does). Parameters stay shared and state_dict keys unchanged. Throws
-  // std::invalid_argument if a pattern matches no child, naming the pattern and
+  // c10::ValueError if a pattern matches no child, naming the pattern and
   // listing the children's paths.
   torch::nn::Sequential apply(const torch::nn::Sequential& model, const std::string& prefix = "") const;
 

@@ -27,7 +27,7 @@ namespace paisoar::memory {
 // Used on one thread at a time (the one running forward).
 class CheckpointRegions : public amp::RegionRunner {
  public:
-  // Throws std::invalid_argument for an empty pattern.
+  // Throws c10::ValueError for an empty pattern.
   explicit CheckpointRegions(std::vector<std::string> patterns, ActivationCheckpointOptions options = {});
 
   bool takes(const std::string& name) override;

@@ -16,7 +16,7 @@ namespace paisoar::optim {
 // and device. Not thread-safe; owned by the optimizer that made it.
 class FlatBuffer {
  public:
-  // Throws std::invalid_argument naming the first parameter of another dtype/device.
+  // Throws c10::ValueError naming the first parameter of another dtype/device.
   explicit FlatBuffer(std::vector<torch::Tensor> params);
 
   torch::Tensor& data() { return data_; }

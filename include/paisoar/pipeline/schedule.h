@@ -14,7 +14,7 @@ enum class Schedule {
              // at most P-s micro-batches' activations held on stage s
 };
 
-// "gpipe" or "1f1b" (case-insensitive); throws std::invalid_argument naming the text.
+// "gpipe" or "1f1b" (case-insensitive); throws c10::ValueError naming the text.
 Schedule parse_schedule(const std::string& text);
 const char* to_string(Schedule schedule);
 

@@ -29,7 +29,7 @@ struct TraceSpan {
 std::string chrome_trace_json(const std::vector<TraceSpan>& spans, int rank);
 
 // Writes chrome_trace_json to `path` through util::AtomicFile: readers see the
-// old file or the whole new one. Throws std::runtime_error naming the path.
+// old file or the whole new one. Throws c10::Error naming the path.
 void write_chrome_trace(const std::string& path, const std::vector<TraceSpan>& spans, int rank);
 
 }  // namespace paisoar::profiler

@@ -5,9 +5,10 @@
 // choices with the choices.
 #pragma once
 
+#include <c10/util/Exception.h>
+
 #include <cstdint>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -20,9 +21,9 @@ class Node;
 namespace paisoar::train {
 
 // Thrown for every config problem; what() says which key and what to do.
-class ConfigError : public std::invalid_argument {
+class ConfigError : public c10::ValueError {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit ConfigError(std::string message) : c10::ValueError(std::move(message)) {}
 };
 
 class ConfigSchema {

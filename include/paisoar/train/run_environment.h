@@ -18,7 +18,7 @@ struct RunEnvironment {
   std::string heartbeat_file;
 
   // Parses `env` (comm::process_env() at the edge). Throws
-  // std::invalid_argument naming a malformed variable.
+  // c10::ValueError naming a malformed variable.
   static RunEnvironment from_env(const comm::EnvMap& env);
 };
 

@@ -14,7 +14,7 @@ namespace paisoar::train {
 // starts from the same weights (DDP broadcasts rank 0's anyway). Throws
 // ConfigError for an unknown name and data::DataError for missing data.
 // parallel.tensor > 1 (mlp only) splits the model over `tensor_group`: pass
-// Trainer::tensor_group() (std::invalid_argument without it). parallel.pipeline
+// Trainer::tensor_group() (c10::ValueError without it). parallel.pipeline
 // > 1 sets TrainTask::layers (mlp, fashion_cnn, fashion_cnn_bn).
 TrainTask make_task(const TrainConfig& config,
                     const std::shared_ptr<comm::Communicator>& tensor_group = nullptr);

@@ -31,7 +31,7 @@ struct Piece {
 class ShardLayout {
  public:
   // `numels[i]` is parameter i's element count; `units` lists every parameter
-  // index exactly once. Throws std::invalid_argument otherwise, or for world < 1.
+  // index exactly once. Throws c10::ValueError otherwise, or for world < 1.
   ShardLayout(std::vector<int64_t> numels, std::vector<std::vector<size_t>> units, int world);
 
   int world() const { return world_; }

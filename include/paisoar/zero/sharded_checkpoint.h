@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/format/tensor_file.h"
 #include "paisoar/zero/zero_optimizer.h"
 
 namespace paisoar::zero {
@@ -17,7 +17,7 @@ namespace paisoar::zero {
 // mixed from two saves. Write each checkpoint to its own directory.
 // Throws c10::Error naming the directory if it cannot be written.
 void save_sharded(const ZeroOptimizer& optimizer, const std::string& dir,
-                  const checkpoint::Metadata& metadata = {});
+                  const format::Metadata& metadata = {});
 
 // Collective. Reads every shard file in `dir` (written by any number of
 // ranks), puts this rank's part of the parameters and optimizer state in
@@ -25,7 +25,7 @@ void save_sharded(const ZeroOptimizer& optimizer, const std::string& dir,
 // Returns rank 0's file metadata. Throws c10::Error listing what is wrong:
 // missing shard files, files from another save (run id) or world size, or a
 // model whose parameter names or shapes differ; nothing is changed then.
-checkpoint::Metadata load_sharded(ZeroOptimizer& optimizer, const std::string& dir);
+format::Metadata load_sharded(ZeroOptimizer& optimizer, const std::string& dir);
 
 // Reads the shard files in `dir` and writes the full model to `out_path` as
 // one safetensors file: "model.<name>" for every parameter (in the model's

@@ -1,6 +1,8 @@
 // make_comm_hook and the names of the compression choices.
 #include "paisoar/ddp/comm_hook.h"
 
+#include <c10/util/Exception.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -18,7 +20,7 @@ Compression parse_compression(const std::string& text) {
   if (text == "bf16") return Compression::BF16;
   if (text == "int8") return Compression::Int8;
   if (text == "powersgd") return Compression::PowerSGD;
-  throw std::invalid_argument("unknown gradient compression '" + text +
+  C10_THROW_ERROR(ValueError, "unknown gradient compression '" + text +
                               "': use none, fp16, bf16, int8 or powersgd");
 }
 
@@ -58,7 +60,7 @@ std::unique_ptr<CommHook> make_comm_hook(const CompressionOptions& options,
     case Compression::Int8: return detail::make_int8_hook(std::move(comm), options);
     case Compression::PowerSGD: return detail::make_powersgd_hook(std::move(comm), options);
   }
-  throw std::invalid_argument("make_comm_hook: unknown compression");
+  C10_THROW_ERROR(ValueError, "make_comm_hook: unknown compression");
 }
 
 }  // namespace paisoar::ddp

@@ -15,16 +15,16 @@
 // U8 tensor "optim.archive" (torch's serialized archive), readable only by C++.
 #pragma once
 
-#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/format/tensor_file.h"
 
 #include <torch/optim/optimizer.h>
 
-namespace paisoar::checkpoint {
+namespace paisoar::optim {
 
 // Adds `optimizer`'s state and per-group options to `tensors` and `metadata`.
 // Throws c10::Error if the optimizer saves nothing (e.g. paisoar's
 // FlatOptimizer, which has no save()).
-void add_optimizer_state(const torch::optim::Optimizer& optimizer, TensorMap& tensors, Metadata& metadata);
+void add_optimizer_state(const torch::optim::Optimizer& optimizer, format::TensorMap& tensors, format::Metadata& metadata);
 
 // Replaces `optimizer`'s state and group options by the checkpoint's, so the
 // next step() is the one the saved optimizer would have taken, bit for bit.
@@ -32,6 +32,6 @@ void add_optimizer_state(const torch::optim::Optimizer& optimizer, TensorMap& te
 // and order, as the saved one. Throws c10::Error naming the checkpoint file if
 // the type, group layout or a state tensor's shape differs; the optimizer is
 // then left unchanged.
-void restore_optimizer_state(torch::optim::Optimizer& optimizer, const Checkpoint& checkpoint);
+void restore_optimizer_state(torch::optim::Optimizer& optimizer, const format::TensorFile& checkpoint);
 
-}  // namespace paisoar::checkpoint
+}  // namespace paisoar::optim

@@ -2,7 +2,7 @@
 // (CRC, then bytes) so the header, which carries the CRC, can go first; the
 // reader reads each tensor straight into its own storage, checking the layout
 // the header claims against the file's real size before any allocation.
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 
 #include "src/util/atomic_file.h"
 
@@ -19,7 +19,7 @@
 #include <set>
 #include <vector>
 
-namespace paisoar::checkpoint {
+namespace paisoar::format {
 namespace {
 
 using Json = nlohmann::json;
@@ -166,21 +166,21 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const M
       if (t.numel() > 0) file.write(t.data_ptr(), byte_size(t));
     }
     file.commit();
-  } catch (const std::runtime_error& e) {
-    TORCH_CHECK(false, "safetensors: ", e.what());
+  } catch (const c10::Error& e) {  // AtomicFile's, naming the path
+    TORCH_CHECK(false, "safetensors: ", e.what_without_backtrace());
   }
 }
 
-Checkpoint load_safetensors(const std::string& path) {
+TensorFile load_safetensors(const std::string& path) {
   TORCH_CHECK(host_is_little_endian(), "safetensors: this host is big-endian; paisoar reads little-endian only");
   std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK(in, "cannot open checkpoint '", path, "': ", std::strerror(errno), "; check the path");
+  TORCH_CHECK(in, "safetensors: cannot open '", path, "': ", std::strerror(errno), "; check the path");
   in.seekg(0, std::ios::end);
   const uint64_t file_size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
   auto bad = [&path](const std::string& why) {
-    TORCH_CHECK(false, "checkpoint '", path, "' is not a valid safetensors file: ", why,
-                "; it is damaged or was not fully written, use another checkpoint");
+    TORCH_CHECK(false, "safetensors: '", path, "' is not a valid safetensors file: ", why,
+                "; it is damaged or was not fully written, use another copy");
   };
   if (file_size < 8) bad("it holds " + std::to_string(file_size) + " bytes, fewer than the 8-byte header length");
   unsigned char length[8];
@@ -196,7 +196,7 @@ Checkpoint load_safetensors(const std::string& path) {
 
   const Json header = parse_header(text, bad);
 
-  Checkpoint result;
+  TensorFile result;
   result.source = path;
   if (header.contains("__metadata__")) {
     const Json& meta = header["__metadata__"];
@@ -293,4 +293,4 @@ Checkpoint load_safetensors(const std::string& path) {
   return result;
 }
 
-}  // namespace paisoar::checkpoint
+}  // namespace paisoar::format

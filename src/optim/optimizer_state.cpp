@@ -2,7 +2,7 @@
 // round-trips the archive through bytes so it can be read key by key, and
 // flattens it; restoring rebuilds the archive torch::optim::serialize expects
 // (keyed by the current parameters) and hands it to the optimizer's load().
-#include "paisoar/checkpoint/optimizer_state.h"
+#include "paisoar/optim/optimizer_state.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/Type.h>
@@ -18,7 +18,7 @@
 
 #include "src/util/torch_api.h"
 
-namespace paisoar::checkpoint {
+namespace paisoar::optim {
 namespace {
 
 using Json = nlohmann::json;
@@ -87,14 +87,14 @@ OutputArchive options_archive(const Json& options, std::shared_ptr<torch::jit::C
   return archive;
 }
 
-const std::string& required(const Checkpoint& checkpoint, const std::string& key) {
+const std::string& required(const format::TensorFile& checkpoint, const std::string& key) {
   auto it = checkpoint.metadata.find(key);
   TORCH_CHECK(it != checkpoint.metadata.end(), "checkpoint '", checkpoint.source, "' holds no optimizer state (no '",
               key, "' in its metadata); it was saved without an optimizer");
   return it->second;
 }
 
-Json parse(const Checkpoint& checkpoint, const std::string& key) {
+Json parse(const format::TensorFile& checkpoint, const std::string& key) {
   try {
     return Json::parse(required(checkpoint, key));
   } catch (const Json::exception& e) {
@@ -102,7 +102,7 @@ Json parse(const Checkpoint& checkpoint, const std::string& key) {
   }
 }
 
-void restore_from_archive_tensor(torch::optim::Optimizer& optimizer, const Checkpoint& checkpoint) {
+void restore_from_archive_tensor(torch::optim::Optimizer& optimizer, const format::TensorFile& checkpoint) {
   const torch::Tensor bytes = checkpoint.tensors.at(kArchiveTensor).contiguous();
   std::istringstream in(std::string(static_cast<const char*>(bytes.data_ptr()), bytes.numel()));
   InputArchive archive;
@@ -112,7 +112,7 @@ void restore_from_archive_tensor(torch::optim::Optimizer& optimizer, const Check
 
 }  // namespace
 
-void add_optimizer_state(const torch::optim::Optimizer& optimizer, TensorMap& tensors, Metadata& metadata) {
+void add_optimizer_state(const torch::optim::Optimizer& optimizer, format::TensorMap& tensors, format::Metadata& metadata) {
   OutputArchive out;
   optimizer.save(out);
   std::ostringstream bytes;
@@ -177,7 +177,7 @@ void add_optimizer_state(const torch::optim::Optimizer& optimizer, TensorMap& te
   metadata["optim.scalar_fields"] = scalar_fields.dump();
 }
 
-void restore_optimizer_state(torch::optim::Optimizer& optimizer, const Checkpoint& checkpoint) {
+void restore_optimizer_state(torch::optim::Optimizer& optimizer, const format::TensorFile& checkpoint) {
   const std::string& source = checkpoint.source;
   const std::string& saved_type = required(checkpoint, "optim.type");
   TORCH_CHECK(saved_type == type_of(optimizer), "checkpoint '", source, "' holds the state of a ", saved_type,
@@ -271,4 +271,4 @@ void restore_optimizer_state(torch::optim::Optimizer& optimizer, const Checkpoin
   for (size_t g = 0; g < groups.size(); ++g) optimizer.param_groups()[g].set_options(std::move(options[g]));
 }
 
-}  // namespace paisoar::checkpoint
+}  // namespace paisoar::optim

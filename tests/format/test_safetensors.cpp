@@ -1,7 +1,7 @@
 // safetensors: every dtype round-trips bit for bit (0-d, empty and
 // non-contiguous tensors too), Python reads our files and we read Python's,
 // and damaged files (a flipped byte, any truncation) fail with the file's name.
-#include "paisoar/checkpoint/safetensors.h"
+#include "paisoar/format/safetensors.h"
 
 #include "tests/support/expect_error.h"
 #include "tests/support/python.h"
@@ -17,7 +17,7 @@
 #include <fstream>
 #include <iterator>
 
-namespace paisoar::checkpoint {
+namespace paisoar::format {
 namespace {
 
 using testing::expect_error;
@@ -47,7 +47,7 @@ TEST(Safetensors, EveryDtypeRoundTripsBitForBit) {
   TempDir dir("safetensors");
   const TensorMap saved = every_dtype();
   save_safetensors(dir / "a.safetensors", saved, {{"epoch", "3"}, {"config", "lr: 0.1\n"}});
-  const Checkpoint loaded = load_safetensors(dir / "a.safetensors");
+  const TensorFile loaded = load_safetensors(dir / "a.safetensors");
   EXPECT_EQ(loaded.source, dir / "a.safetensors");
   ASSERT_EQ(loaded.tensors.size(), saved.size());
   for (const auto& [name, t] : saved) {
@@ -92,7 +92,7 @@ TEST(Safetensors, HeaderFollowsTheFormat) {
 
 // The Python peer runs in the project's venv (tests/support/python.h), with
 // torch and Hugging Face's safetensors package.
-std::string peer() { return std::string(PAISOAR_CHECKPOINT_TEST_DIR) + "/safetensors_peer.py"; }
+std::string peer() { return std::string(PAISOAR_FORMAT_TEST_DIR) + "/safetensors_peer.py"; }
 
 TEST(Safetensors, PythonReadsOurFile) {
   TempDir dir("safetensors");
@@ -117,7 +117,7 @@ TEST(Safetensors, PythonReadsOurFile) {
 TEST(Safetensors, WeReadPythonsFile) {
   TempDir dir("safetensors");
   paisoar::testing::run_python(peer() + " write " + (dir / "py.safetensors"));
-  const Checkpoint c = load_safetensors(dir / "py.safetensors");
+  const TensorFile c = load_safetensors(dir / "py.safetensors");
   EXPECT_TRUE(torch::equal(c.tensors.at("weight"), torch::arange(6, torch::kFloat32).reshape({2, 3}) / 4));
   EXPECT_TRUE(torch::equal(c.tensors.at("half"), torch::tensor({1.5, -2.25}, torch::kFloat16)));
   EXPECT_EQ(c.tensors.at("count").dim(), 0);
@@ -173,4 +173,4 @@ TEST(Safetensors, BadInputsAreNamed) {
 }
 
 }  // namespace
-}  // namespace paisoar::checkpoint
+}  // namespace paisoar::format

@@ -6,11 +6,11 @@
 // load; files without them (e.g. written by Python) load unchecked.
 #pragma once
 
-#include "paisoar/checkpoint/checkpoint_content.h"
+#include "paisoar/format/tensor_file.h"
 
 #include <string>
 
-namespace paisoar::checkpoint {
+namespace paisoar::format {
 
 // Metadata keys paisoar reserves (callers' keys must not use them).
 inline constexpr const char* kDataCrcKey = "paisoar.crc32";           // CRC-32 of the data section, 8 hex digits
@@ -29,6 +29,6 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const M
 // Reads a safetensors file into CPU tensors that own their memory; `source`
 // of the result is `path`. Throws c10::Error naming the file if it cannot be
 // read, is truncated, has a malformed header, or fails its CRC check.
-Checkpoint load_safetensors(const std::string& path);
+TensorFile load_safetensors(const std::string& path);
 
-}  // namespace paisoar::checkpoint
+}  // namespace paisoar::format
