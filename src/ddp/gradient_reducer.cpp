@@ -54,8 +54,8 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
   }
   for (const auto& b : module_->named_buffers()) named_buffers.emplace_back(b.key(), b.value());
   TORCH_CHECK(!named_params.empty(), kComponent, ": the module has no parameter that requires grad");
-  grad::detail::check_same_tensors(*comm_, "parameter", named_params);
-  grad::detail::check_same_tensors(*comm_, "buffer", named_buffers);
+  grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "parameter", named_params);
+  grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "buffer", named_buffers);
 
   std::vector<torch::Tensor> param_tensors, state;
   std::vector<grad::NamedParameter> engine_params;

@@ -66,7 +66,7 @@ std::string first_difference(const std::string& what, int rank, const std::vecto
 
 }  // namespace
 
-void check_same_tensors(comm::Communicator& comm, const std::string& what,
+void check_same_tensors(comm::Communicator& comm, const std::string& component, const std::string& what,
                         const std::vector<std::pair<std::string, torch::Tensor>>& named) {
   const int world = comm.size();
   if (world == 1) return;
@@ -89,7 +89,7 @@ void check_same_tensors(comm::Communicator& comm, const std::string& what,
   for (int r = 1; r < world; ++r) {
     const std::string diff = first_difference(what, r, lists[r], lists[0]);
     if (!diff.empty()) {
-      C10_THROW_ERROR(Error, "DistributedDataParallel: the model differs across ranks: " + diff +
+      C10_THROW_ERROR(Error, component + ": the model differs across ranks: " + diff +
                                ". Build the same model on every rank before wrapping it.");
     }
   }

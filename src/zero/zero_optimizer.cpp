@@ -51,8 +51,8 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), "ZeroOptimizer: parameter '", name,
                 "' is not floating point");
   }
-  grad::detail::check_same_tensors(*comm_, "parameter", named);
-  grad::detail::check_same_tensors(*comm_, "buffer", buffers);
+  grad::detail::check_same_tensors(*comm_, "ZeroOptimizer", "parameter", named);
+  grad::detail::check_same_tensors(*comm_, "ZeroOptimizer", "buffer", buffers);
   std::vector<torch::Tensor> all;
   for (const auto& [name, t] : named) {
     params_.push_back({t, name});

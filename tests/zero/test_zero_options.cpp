@@ -79,3 +79,21 @@ TEST(ZeroOptions, LambRunsOnTheShard) {
 }
 
 }  // namespace
+
+namespace {
+
+// The model check names the wrapper the user built, as DDP's names DDP.
+TEST(ZeroOptions, DifferentModelsAreNamedAsTheZeroOptimizersError) {
+  auto messages = paisoar::testing::rank_errors(2, [](int rank, std::shared_ptr<comm::Communicator> comm) {
+    torch::nn::Sequential model(torch::nn::Linear(8, rank == 0 ? 4 : 5));
+    zero::ZeroOptimizer opt(model.ptr(), comm, paisoar::testing::factory({}), paisoar::testing::zero_options(1));
+  });
+  for (const auto& m : messages) {
+    EXPECT_NE(m.find("ZeroOptimizer: the model differs across ranks: rank 1 has parameter '0.weight' with "
+                     "shape [5, 8]"),
+              std::string::npos)
+        << m;
+  }
+}
+
+}  // namespace
