@@ -40,6 +40,8 @@ RunReport::RunReport(const TrainConfig& config, bool lead, int64_t total_steps)
     C10_THROW_ERROR(Error, "cannot write " + config.run_dir +
                              "/metrics.jsonl; set run_dir to a writable directory");
   }
+  const std::string tensorboard = config.logging.tensorboard_dir(config.run_dir);
+  if (!tensorboard.empty()) events_.emplace(tensorboard);
 }
 
 void RunReport::begin_epoch(int64_t epoch, int64_t steps) {
@@ -79,6 +81,20 @@ void RunReport::log_step(const StepLog& s) {
                   .dump()
            << "\n"
            << std::flush;
+  if (events_) {
+    const double now = wall_clock_s();
+    for (const auto& [tag, value] : {std::pair<const char*, double>{"train/loss", s.loss},
+                                     {"train/lr", s.lr},
+                                     {"train/samples_per_s", s.samples_per_s},
+                                     {"step/ms_per_step", s.ms_per_step},
+                                     {"step/data_wait_ms", s.data_wait_ms},
+                                     {"step/backward_ms", s.backward_ms},
+                                     {"step/exposed_comm_ms", s.exposed_comm_ms},
+                                     {"amp/loss_scale", s.loss_scale}}) {
+      events_->add_scalar(tag, value, s.step, now);
+    }
+    events_->flush();
+  }
 }
 
 void RunReport::end_epoch() {
@@ -95,6 +111,10 @@ void RunReport::evaluation(int64_t epoch, int64_t step, double accuracy, double 
                   .dump()
            << "\n"
            << std::flush;
+  if (events_) {
+    events_->add_scalar("eval/accuracy", accuracy, step);
+    events_->flush();
+  }
 }
 
 void RunReport::message(const std::string& text) {

@@ -1,7 +1,8 @@
 // RunReport: what a Trainer run tells its user. Rank 0 shows a progress bar
 // per epoch when stdout is a terminal (plain progress lines every
 // train.log_every steps otherwise), evaluation results and the closing
-// summary, and appends metrics as JSON lines to <run_dir>/metrics.jsonl.
+// summary, and appends metrics as JSON lines to <run_dir>/metrics.jsonl (and,
+// with logging.tensorboard, as scalars to a TensorBoard event file).
 // Every rank owns one; only the lead's writes anything.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "paisoar/format/event_file.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/trainer.h"
 #include "src/util/progress_bar.h"
@@ -52,6 +54,7 @@ class RunReport {
   const int64_t log_every_;
   const int64_t total_steps_;
   std::ofstream metrics_;
+  std::optional<format::EventWriter> events_;  // logging.tensorboard, lead only
   std::optional<util::ProgressBar> bar_;
 };
 

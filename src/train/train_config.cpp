@@ -37,6 +37,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   ConfigSchema s;
   s.bind("seed", &c.seed, "seeds the model, the data order and augmentation");
   s.bind("run_dir", &c.run_dir, "metrics.jsonl, traces and checkpoints go here");
+  s.bind("logging.tensorboard", &c.logging.tensorboard,
+         "TensorBoard event files from rank 0: true (<run_dir>/tensorboard), a directory, or false");
   s.bind("device", &c.device, "where paisoar train puts the model (auto: this rank's GPU if any)",
          {"auto", "cpu", "cuda"});
   s.bind("model.name", &c.model.name, "the reference model",

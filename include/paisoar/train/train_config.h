@@ -126,6 +126,17 @@ struct ProfilerConfig {
   bool memory = true;
 };
 
+struct LoggingConfig {
+  // TensorBoard event files from rank 0: "" or "false" (off), "true"
+  // (<run_dir>/tensorboard), or a directory. Scalars every train.log_every steps.
+  std::string tensorboard;
+  // The directory `tensorboard` names for `run_dir`, "" when off.
+  std::string tensorboard_dir(const std::string& run_dir) const {
+    if (tensorboard.empty() || tensorboard == "false") return "";
+    return tensorboard == "true" ? run_dir + "/tensorboard" : tensorboard;
+  }
+};
+
 struct EvalConfig {
   int64_t every_epochs = 1;       // 0: only at the end
   int64_t every_steps = 0;        // also every N optimizer steps (0: off)
@@ -155,6 +166,7 @@ struct TrainConfig {
   CheckpointConfig checkpoint;
   ProfilerConfig profiler;
   EvalConfig eval;
+  LoggingConfig logging;
 };
 
 // The schema bound to `config`'s fields (which must outlive it).
