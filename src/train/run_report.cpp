@@ -93,6 +93,7 @@ void RunReport::log_step(const StepLog& s) {
                                      {"amp/loss_scale", s.loss_scale}}) {
       events_->add_scalar(tag, value, s.step, now);
     }
+    if (s.grad_norm >= 0) events_->add_scalar("train/grad_norm", s.grad_norm, s.step, now);
     events_->flush();
   }
 }

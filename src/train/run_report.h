@@ -27,6 +27,7 @@ struct StepLog {
   double data_wait_ms = 0;  // per micro-batch
   double backward_ms = 0, exposed_comm_ms = 0;  // of the last step
   double loss_scale = 1;
+  double grad_norm = -1;    // before clipping, of the last step; -1 without optimizer.clip_grad_norm
 };
 
 class RunReport {

@@ -169,7 +169,7 @@ StepOutcome TrainRun::step(int64_t step) {
     } else {
       if (config_.optimizer.clip_grad_norm > 0) {
         scaler_.unscale_(optimizer);
-        sync_.clip_grad_norm(config_.optimizer.clip_grad_norm);
+        grad_norm_ = sync_.clip_grad_norm(config_.optimizer.clip_grad_norm);
       }
       if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
       scaler_.update();
@@ -205,6 +205,7 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   log.backward_ms = 1e3 * stats.backward_s;
   log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
   log.loss_scale = scaler_.get_scale();
+  log.grad_norm = grad_norm_;
   report_->log_step(log);
 }
 

@@ -113,6 +113,7 @@ class TrainRun {
   std::optional<profiler::StepProfiler> prof_;
   std::optional<StepTools> tools_;
   RunStats stats_;
+  double grad_norm_ = -1;  // the last step's total gradient norm (optimizer.clip_grad_norm on), else -1
 };
 
 }  // namespace paisoar::train

@@ -22,6 +22,7 @@ TEST(TrainerTensorBoard, ScalarsMatchTheMetricsFileStepByStep) {
   c.train.epochs = 2;  // 5 steps each on 2 ranks
   c.train.log_every = 2;
   c.eval.every_steps = 4;
+  c.optimizer.clip_grad_norm = 1000;  // far above the norm: reported, never clipped
   train_with(c, 2);
 
   const std::string dir = c.run_dir + "/tensorboard";
@@ -41,7 +42,8 @@ TEST(TrainerTensorBoard, ScalarsMatchTheMetricsFileStepByStep) {
   std::filesystem::remove_all(c.run_dir);
 
   for (const char* tag : {"train/loss", "train/lr", "train/samples_per_s", "step/ms_per_step", "step/data_wait_ms",
-                          "step/backward_ms", "step/exposed_comm_ms", "amp/loss_scale", "eval/accuracy"}) {
+                          "step/backward_ms", "step/exposed_comm_ms", "amp/loss_scale", "train/grad_norm",
+                          "eval/accuracy"}) {
     EXPECT_TRUE(got.contains(tag)) << tag << " missing from " << got.dump();
   }
   ASSERT_FALSE(loss.empty());
@@ -52,6 +54,7 @@ TEST(TrainerTensorBoard, ScalarsMatchTheMetricsFileStepByStep) {
     EXPECT_FLOAT_EQ(got["train/loss"][i][1].get<float>(), static_cast<float>(value)) << "step " << step;
     ++i;
   }
+  for (const auto& point : got["train/grad_norm"]) EXPECT_GT(point[1].get<double>(), 0);
   ASSERT_EQ(got["eval/accuracy"].size(), accuracy.size());
   i = 0;
   for (const auto& [step, value] : accuracy) {
