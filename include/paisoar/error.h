@@ -11,7 +11,9 @@
 //     (ValueError), comm::CommError (DistBackendError), data::DataError and
 //     NonFiniteLossError (Error).
 // Every message starts with the component that raised it ("Trainer: ...",
-// "safetensors: ...") and ends with what to do. Internal invariants are
+// "safetensors: ...") or, for a parsed name or environment variable, with that
+// input ("unknown pipeline schedule 'x'", "MASTER_PORT=..."), and ends with
+// what to do. Internal invariants are
 // TORCH_INTERNAL_ASSERT. The launcher (src/launch) links no LibTorch and keeps
 // std exceptions inside its own program.
 #pragma once
