@@ -79,12 +79,12 @@ void GradSync::post_forward(const std::vector<torch::Tensor>& outputs) {
   if (reducer_) reducer_->post_forward(outputs);
 }
 
-double GradSync::clip_grad_norm(double max_norm) {
-  if (!split_) {
-    if (zero_) return zero_->clip_grad_norm_(max_norm);
-    return optim::clip_grad_norm_(model_->parameters(), max_norm);
-  }
-  return optim::clip_grad_norm_(split_->counted, max_norm, split_->options);
+double GradSync::clip_grad_norm(double max_norm, double grad_scale) {
+  optim::ClipGradNormOptions options = split_ ? split_->options : optim::ClipGradNormOptions{};
+  options.grad_scale = grad_scale;
+  if (split_) return optim::clip_grad_norm_(split_->counted, max_norm, options);
+  if (zero_) return zero_->clip_grad_norm_(max_norm, options);
+  return optim::clip_grad_norm_(model_->parameters(), max_norm, options);
 }
 
 void GradSync::set_split_model_norm(const SplitModelNorm& norm) {

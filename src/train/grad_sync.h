@@ -53,8 +53,11 @@ class GradSync {
   void set_sync(bool on);  // false: this backward only accumulates (not the step's last micro-batch)
   void pre_forward();
   void post_forward(const std::vector<torch::Tensor>& outputs);
-  // Clips the (unscaled) gradients to a global norm over all ranks; returns the norm.
-  double clip_grad_norm(double max_norm);
+  // Clips the gradients to a global norm over all ranks; returns the norm.
+  // `grad_scale`: the factor the gradients still hold (a GradScaler's scale
+  // before unscale_), as optim::ClipGradNormOptions has it; max_norm infinity
+  // only measures.
+  double clip_grad_norm(double max_norm, double grad_scale = 1.0);
   // The model is split across ranks: clip_grad_norm sums over its parts.
   // Call after the constructor (ZeRO's shard exists then); sorts the
   // gradients into counted and uncounted once.

@@ -6,8 +6,8 @@
 
 namespace paisoar::train {
 
-void report_profile(RunReport& report, comm::Communicator& world, const profiler::StepProfiler& prof,
-                    const RunStats& stats, bool mixed_precision, const std::string& fast_precision) {
+void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
+                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision, const std::string& fast_precision) {
   const auto summary = prof.summary();
   auto run = profiler::measurements_from(summary);
   run.per_rank_step_s = profiler::gather_step_times(world, run.step_mean_s);
@@ -15,7 +15,11 @@ void report_profile(RunReport& report, comm::Communicator& world, const profiler
   run.skipped_steps = stats.skipped_steps;
   run.mixed_precision = mixed_precision;
   run.fast_precision = fast_precision;
-  if (world.rank() == 0) report.message(profiler::format_report(summary, profiler::advise(run)));
+  if (world.rank() == 0) {
+    const auto advice = profiler::advise(run);
+    report.message(profiler::format_report(summary, advice));
+    report.advice(step, advice);
+  }
 }
 
 void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats) {

@@ -22,10 +22,11 @@ struct RunStats {
 };
 
 // Collective over `world`: every rank's mean step time is gathered; the lead
-// prints the profile and the advisor's verdicts. `fast_precision`: what to
+// prints the profile and the advisor's verdicts, and records them (after
+// step `step`) in metrics.jsonl. `fast_precision`: what to
 // suggest for a compute-bound fp32 run ("" : nothing is faster here).
-void report_profile(RunReport& report, comm::Communicator& world, const profiler::StepProfiler& prof,
-                    const RunStats& stats, bool mixed_precision, const std::string& fast_precision);
+void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
+                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision, const std::string& fast_precision);
 
 // Collective over `world`: every rank's memory (`mine`, its peak step added) is gathered; the lead prints the table.
 void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats);

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,35 @@ double wall_clock_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// True when `path` exists, is not empty and does not end with a newline (the
+// last record of a killed run).
+bool ends_mid_line(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() <= 0) return false;
+  in.seekg(-1, std::ios::end);
+  return in.get() != '\n';
+}
+
+void write_record(std::ofstream& out, const nlohmann::json& record) { out << record.dump() << "\n" << std::flush; }
+
+// Per rank: rank/step_ms/<r>, rank/busy_ms/<r>, memory/*_mb/<r> (when
+// measured), and rank/busy_spread: (slowest - fastest) / median busy time.
+void add_rank_scalars(format::EventWriter& events, const std::vector<RankLog>& ranks, int64_t step, double now) {
+  if (ranks.empty()) return;
+  std::vector<double> busy;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string suffix = "/" + std::to_string(r);
+    events.add_scalar("rank/step_ms" + suffix, ranks[r].step_ms, step, now);
+    events.add_scalar("rank/busy_ms" + suffix, ranks[r].busy_ms, step, now);
+    if (ranks[r].resident_mb >= 0) events.add_scalar("memory/resident_mb" + suffix, ranks[r].resident_mb, step, now);
+    if (ranks[r].allocated_mb >= 0) events.add_scalar("memory/allocated_mb" + suffix, ranks[r].allocated_mb, step, now);
+    busy.push_back(ranks[r].busy_ms);
+  }
+  std::sort(busy.begin(), busy.end());
+  const double median = busy[busy.size() / 2];
+  if (median > 0) events.add_scalar("rank/busy_spread", (busy.back() - busy.front()) / median, step, now);
+}
+
 }  // namespace
 
 RunReport::RunReport(const TrainConfig& config, bool lead, int64_t total_steps)
@@ -35,11 +65,14 @@ RunReport::RunReport(const TrainConfig& config, bool lead, int64_t total_steps)
   if (!lead_) return;
   std::error_code ec;
   std::filesystem::create_directories(config.run_dir, ec);
-  metrics_.open(config.run_dir + "/metrics.jsonl", std::ios::app);
+  const std::string path = config.run_dir + "/metrics.jsonl";
+  const bool torn = ends_mid_line(path);
+  metrics_.open(path, std::ios::app);
   if (!metrics_) {
     C10_THROW_ERROR(Error, "cannot write " + config.run_dir +
                              "/metrics.jsonl; set run_dir to a writable directory");
   }
+  if (torn) metrics_ << "\n";  // a killed run's last line stays torn, and ours starts whole
   const std::string tensorboard = config.logging.tensorboard_dir(config.run_dir);
   if (!tensorboard.empty()) events_.emplace(tensorboard);
 }
@@ -50,10 +83,21 @@ void RunReport::begin_epoch(int64_t epoch, int64_t steps) {
   }
 }
 
-bool RunReport::step_done(int64_t step, bool epoch_end) {
-  if (!lead_) return false;
-  if (bar_) bar_->advance();
+void RunReport::run_start(int64_t step, int world_size, const std::string& config_text) {
+  if (!lead_) return;
+  write_record(metrics_, {{"time", wall_clock_s()},
+                          {"event", "run_start"},
+                          {"step", step},
+                          {"world_size", world_size},
+                          {"config", config_text}});
+}
+
+bool RunReport::log_due(int64_t step, bool epoch_end) const {
   return step % log_every_ == 0 || step == total_steps_ || epoch_end;
+}
+
+void RunReport::step_done() {
+  if (bar_) bar_->advance();
 }
 
 void RunReport::log_step(const StepLog& s) {
@@ -68,19 +112,33 @@ void RunReport::log_step(const StepLog& s) {
                 s.data_wait_ms, s.backward_ms, s.exposed_comm_ms);
     std::fflush(stdout);
   }
-  metrics_ << nlohmann::json{{"time", wall_clock_s()},
-                             {"step", s.step},
-                             {"epoch", s.epoch},
-                             {"loss", s.loss},
-                             {"lr", s.lr},
-                             {"ms_per_step", s.ms_per_step},
-                             {"samples_per_s", s.samples_per_s},
-                             {"data_wait_ms", s.data_wait_ms},
-                             {"loss_scale", s.loss_scale},
-                             {"exposed_comm_ms", s.exposed_comm_ms}}
-                  .dump()
-           << "\n"
-           << std::flush;
+  nlohmann::json record{{"time", wall_clock_s()},
+                        {"step", s.step},
+                        {"epoch", s.epoch},
+                        {"loss", s.loss},
+                        {"lr", s.lr},
+                        {"ms_per_step", s.ms_per_step},
+                        {"samples_per_s", s.samples_per_s},
+                        {"data_wait_ms", s.data_wait_ms},
+                        {"loss_scale", s.loss_scale},
+                        {"exposed_comm_ms", s.exposed_comm_ms}};
+  if (s.grad_norm >= 0) record["grad_norm"] = s.grad_norm;
+  if (!s.phases_ms.empty()) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& [name, ms] : s.phases_ms) phases[name] = ms;
+    record["phases_ms"] = phases;
+  }
+  if (!s.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::object();
+    for (const auto& r : s.ranks) {
+      ranks["step_ms"].push_back(r.step_ms);
+      ranks["busy_ms"].push_back(r.busy_ms);
+      ranks["resident_mb"].push_back(r.resident_mb);
+      ranks["allocated_mb"].push_back(r.allocated_mb);
+    }
+    record["ranks"] = ranks;
+  }
+  write_record(metrics_, record);
   if (events_) {
     const double now = wall_clock_s();
     for (const auto& [tag, value] : {std::pair<const char*, double>{"train/loss", s.loss},
@@ -94,6 +152,8 @@ void RunReport::log_step(const StepLog& s) {
       events_->add_scalar(tag, value, s.step, now);
     }
     if (s.grad_norm >= 0) events_->add_scalar("train/grad_norm", s.grad_norm, s.step, now);
+    for (const auto& [name, ms] : s.phases_ms) events_->add_scalar("phase/" + name + "_ms", ms, s.step, now);
+    add_rank_scalars(*events_, s.ranks, s.step, now);
     events_->flush();
   }
 }
@@ -107,15 +167,19 @@ void RunReport::evaluation(int64_t epoch, int64_t step, double accuracy, double 
   if (!lead_) return;
   message("epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": test accuracy " +
           format("%.2f%% (after %.1f s of training)", accuracy, train_s));
-  metrics_ << nlohmann::json{
-      {"time", wall_clock_s()}, {"epoch", epoch}, {"step", step}, {"accuracy", accuracy}, {"seconds", train_s}}
-                  .dump()
-           << "\n"
-           << std::flush;
+  write_record(metrics_,
+               {{"time", wall_clock_s()}, {"epoch", epoch}, {"step", step}, {"accuracy", accuracy}, {"seconds", train_s}});
   if (events_) {
     events_->add_scalar("eval/accuracy", accuracy, step);
     events_->flush();
   }
+}
+
+void RunReport::advice(int64_t step, const std::vector<profiler::Advice>& advice) {
+  if (!lead_) return;
+  nlohmann::json found = nlohmann::json::array();
+  for (const auto& a : advice) found.push_back({{"verdict", a.verdict}, {"evidence", a.evidence}, {"action", a.action}});
+  write_record(metrics_, {{"time", wall_clock_s()}, {"event", "advice"}, {"step", step}, {"advice", found}});
 }
 
 void RunReport::message(const std::string& text) {

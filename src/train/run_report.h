@@ -10,13 +10,24 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "paisoar/format/event_file.h"
+#include "paisoar/profiler/advisor.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/trainer.h"
 #include "src/util/progress_bar.h"
 
 namespace paisoar::train {
+
+// One rank's figures over the steps since the previous logged step (LogWindow).
+struct RankLog {
+  double step_ms = 0;       // wall time per step
+  double busy_ms = 0;       // step_ms less the communication it waited on: the slowest rank has the most
+  double resident_mb = -1;  // the process's resident memory (-1: unknown)
+  double allocated_mb = -1; // the device allocator's current bytes (-1: not measured, e.g. CPU without profiler.memory)
+};
 
 struct StepLog {
   int64_t epoch = 0, step = 0;
@@ -27,7 +38,11 @@ struct StepLog {
   double data_wait_ms = 0;  // per micro-batch
   double backward_ms = 0, exposed_comm_ms = 0;  // of the last step
   double loss_scale = 1;
-  double grad_norm = -1;    // before clipping, of the last step; -1 without optimizer.clip_grad_norm
+  double grad_norm = -1;    // of the last step, before any clipping; -1: not measured (a skipped step)
+  // Mean ms per step of each phase since the previous logged step, by
+  // profiler::phase_name; empty with the profiler off.
+  std::vector<std::pair<std::string, double>> phases_ms;
+  std::vector<RankLog> ranks;  // indexed by rank; empty when not gathered
 };
 
 class RunReport {
@@ -37,12 +52,22 @@ class RunReport {
   RunReport(const RunReport&) = delete;
   RunReport& operator=(const RunReport&) = delete;
 
+  // The lead's first record of this run in metrics.jsonl: the step it starts
+  // at (a resumed run's overlaps what the file holds), the world size and the
+  // whole config, so `paisoar report` can tell runs and configs apart.
+  void run_start(int64_t step, int world_size, const std::string& config_text);
   // `steps` optimizer steps remain in this epoch.
   void begin_epoch(int64_t epoch, int64_t steps);
-  // After each step; true when a StepLog is due (every log_every steps, at
-  // the epoch's and the run's end): build it and pass it to log_step.
-  bool step_done(int64_t step, bool epoch_end);
+  // Whether step `step` (counted from 1) is logged: every log_every steps, at
+  // the epoch's and the run's end. The same on every rank (logging gathers
+  // the ranks' figures).
+  bool log_due(int64_t step, bool epoch_end) const;
+  // After each step: advances the lead's progress bar.
+  void step_done();
   void log_step(const StepLog& log);
+  // The profiler's verdicts at the run's end, as a record the report shows
+  // beside the plot that shows each.
+  void advice(int64_t step, const std::vector<profiler::Advice>& advice);
   void end_epoch();
   // `train_s`: training time so far, evaluation excluded.
   void evaluation(int64_t epoch, int64_t step, double accuracy, double train_s);

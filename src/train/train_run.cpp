@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include "paisoar/memory/device_memory.h"
@@ -90,6 +91,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
     memory::install_cpu_tracking_allocator();
   }
   report_.emplace(config, place_.rank == 0, plan_.total_steps);
+  report_->run_start(start_.step, world_->size(), config_text_);
   print_opening();
   tools_.emplace(StepTools{loader_, *prof_, sync_, finite_loss_, scaler_, plan_.precision,
                            recompute_ ? &*recompute_ : nullptr, place_.device});
@@ -150,7 +152,7 @@ int64_t TrainRun::begin_epoch(int64_t epoch, int64_t step) {
   return first_batch / plan_.accumulation;
 }
 
-StepOutcome TrainRun::step(int64_t step) {
+StepOutcome TrainRun::step(int64_t step, bool logged) {
   profiler::StepProfiler& prof = *prof_;
   prof.begin_step(step);
   std::optional<memory::PeakMeter> meter;
@@ -163,6 +165,7 @@ StepOutcome TrainRun::step(int64_t step) {
   {
     auto timed = prof.phase(profiler::Phase::Optimizer);
     torch::optim::Optimizer& optimizer = sync_.optimizer();
+    grad_norm_ = -1;
     if (outcome.skip) {
       sync_.zero_grad();  // no update: the step's gradients are dropped on every rank
       ++stats_.skipped_steps;
@@ -170,6 +173,9 @@ StepOutcome TrainRun::step(int64_t step) {
       if (config_.optimizer.clip_grad_norm > 0) {
         scaler_.unscale_(optimizer);
         grad_norm_ = sync_.clip_grad_norm(config_.optimizer.clip_grad_norm);
+      } else if (logged) {
+        // Only measured (collective under ZeRO or model parallelism; logged steps are the same on every rank).
+        grad_norm_ = sync_.clip_grad_norm(std::numeric_limits<double>::infinity(), scaler_.get_scale());
       }
       if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
       scaler_.update();
@@ -206,6 +212,7 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
   log.loss_scale = scaler_.get_scale();
   log.grad_norm = grad_norm_;
+  log_window_.close(*world_, *prof_, step, train_s, stats.exposed_comm_s, place_.device, log);  // collective
   report_->log_step(log);
 }
 
@@ -234,7 +241,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
   result.seconds = evals.seconds();
   if (config_.profiler.enabled && result.steps > 0) {
     result.pipeline_bubble = micro_->report_stages(*report_, *world_);
-    report_profile(*report_, *world_, *prof_, stats_, plan_.precision.autocast.enabled,
+    report_profile(*report_, *world_, step, *prof_, stats_, plan_.precision.autocast.enabled,
                    fast_precision_on(place_.device.type()));
   }
   if (config_.profiler.memory) {

@@ -27,6 +27,7 @@
 #include "src/train/micro_steps.h"
 #include "src/train/run_end_report.h"
 #include "src/train/run_plan.h"
+#include "src/train/log_window.h"
 #include "src/train/run_report.h"
 #include "src/train/trainer_checkpoint.h"
 
@@ -69,11 +70,14 @@ class TrainRun {
   // at 0, and the epoch's progress bar; returns the epoch's first step index.
   int64_t begin_epoch(int64_t epoch, int64_t step);
   // One optimizer step: the micro-steps' forward and backward, then the
-  // update (unless skipped) and the LR schedule's step, profiled.
-  StepOutcome step(int64_t step);
+  // update (unless skipped) and the LR schedule's step, profiled. `logged`:
+  // the step will be logged (RunReport::log_due), so its gradient norm is
+  // measured (collective where the gradients are split across ranks).
+  StepOutcome step(int64_t step, bool logged);
   // After step `step` (counted from 1): its checkpoint, when one is due.
   void save_if_due(int64_t step);
-  // The lead's progress line and metrics record for the epoch so far.
+  // Collective: every rank's figures since the previous logged step are
+  // gathered; the lead writes its progress line and metrics record.
   void log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s);
   // One evaluation pass (collective); null without task.eval_data.
   std::function<double()> evaluation();
@@ -113,7 +117,8 @@ class TrainRun {
   std::optional<profiler::StepProfiler> prof_;
   std::optional<StepTools> tools_;
   RunStats stats_;
-  double grad_norm_ = -1;  // the last step's total gradient norm (optimizer.clip_grad_norm on), else -1
+  double grad_norm_ = -1;  // the last step's total gradient norm (clipped or logged steps), else -1
+  LogWindow log_window_{start_.step};
 };
 
 }  // namespace paisoar::train

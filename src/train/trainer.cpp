@@ -46,12 +46,14 @@ TrainResult Trainer::fit(const TrainTask& task) {
       for (int64_t i = first; i < plan.steps_per_epoch && more(); ++i) {
         progress.post(step);
         heartbeat.beat();
-        tally.add(run.step(step));
+        const bool epoch_end = i + 1 == plan.steps_per_epoch || step + 1 == plan.total_steps;
+        const bool logged = run.report().log_due(step + 1, epoch_end);
+        tally.add(run.step(step, logged));
         ++step;
         run.save_if_due(step);
         if (task.on_step) task.on_step(step);
-        const bool epoch_end = i + 1 == plan.steps_per_epoch || step == plan.total_steps;
-        if (run.report().step_done(step, epoch_end)) run.log_step(epoch, step, tally, evals.train_seconds());
+        run.report().step_done();
+        if (logged) run.log_step(epoch, step, tally, evals.train_seconds());
         evals.after_step(epoch, step);
       }
       run.report().end_epoch();

@@ -43,7 +43,9 @@ TEST(TrainerTensorBoard, ScalarsMatchTheMetricsFileStepByStep) {
 
   for (const char* tag : {"train/loss", "train/lr", "train/samples_per_s", "step/ms_per_step", "step/data_wait_ms",
                           "step/backward_ms", "step/exposed_comm_ms", "amp/loss_scale", "train/grad_norm",
-                          "eval/accuracy"}) {
+                          "eval/accuracy", "phase/forward_ms", "phase/backward_ms", "phase/optimizer_ms",
+                          "phase/data_wait_ms", "rank/step_ms/0", "rank/step_ms/1", "rank/busy_ms/1",
+                          "rank/busy_spread", "memory/resident_mb/0", "memory/resident_mb/1"}) {
     EXPECT_TRUE(got.contains(tag)) << tag << " missing from " << got.dump();
   }
   ASSERT_FALSE(loss.empty());
@@ -61,6 +63,34 @@ TEST(TrainerTensorBoard, ScalarsMatchTheMetricsFileStepByStep) {
     EXPECT_EQ(got["eval/accuracy"][i][0].get<int64_t>(), step);
     EXPECT_FLOAT_EQ(got["eval/accuracy"][i][1].get<float>(), static_cast<float>(value));
     ++i;
+  }
+}
+
+// The norm logged without clipping is the one clipping measures: a clip far
+// above it changes nothing, so both runs log the same norms step by step.
+TEST(TrainerTensorBoard, GradNormIsLoggedWithoutClippingAsClippingMeasuresIt) {
+  const auto norms = [](double clip) {
+    auto c = small_config();
+    c.run_dir += "_grad_norm";
+    std::filesystem::remove_all(c.run_dir);
+    c.train.log_every = 1;
+    c.optimizer.clip_grad_norm = clip;
+    train_with(c, 2);
+    std::vector<double> out;
+    std::ifstream metrics(c.run_dir + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const auto record = nlohmann::json::parse(line);
+      if (record.contains("loss")) out.push_back(record.at("grad_norm"));
+    }
+    std::filesystem::remove_all(c.run_dir);
+    return out;
+  };
+  const auto measured = norms(0), clipped = norms(1e9);
+  ASSERT_EQ(measured.size(), 10u);  // 10 steps on 2 ranks, each logged
+  ASSERT_EQ(measured.size(), clipped.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_GT(measured[i], 0);
+    EXPECT_NEAR(measured[i], clipped[i], 1e-6 * clipped[i]) << "logged step " << i;
   }
 }
 
