@@ -14,6 +14,7 @@
 #include "paisoar/optim.h"
 #include "paisoar/pipeline.h"
 #include "paisoar/profiler.h"
+#include "paisoar/report.h"
 #include "paisoar/tensor_parallel.h"
 #include "paisoar/train.h"
 #include "paisoar/version.h"

@@ -1,0 +1,146 @@
+// read_run: one pass over metrics.jsonl. A run_start record at step s drops
+// the records past s that the file already holds (the killed run's steps the
+// resumed one repeats); later records of a step replace earlier ones.
+#include "src/report/run_history.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+
+namespace paisoar::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Records by step; a resume at `step` forgets what came after it.
+class ByStep {
+ public:
+  void put(const nlohmann::json& record) { records_[record.at("step").get<int64_t>()] = record; }
+  size_t drop_after(int64_t step) {
+    size_t dropped = 0;
+    for (auto it = records_.upper_bound(step); it != records_.end(); it = records_.erase(it)) ++dropped;
+    return dropped;
+  }
+  std::vector<nlohmann::json> values() const {
+    std::vector<nlohmann::json> out;
+    for (const auto& [step, record] : records_) out.push_back(record);
+    return out;
+  }
+
+ private:
+  std::map<int64_t, nlohmann::json> records_;
+};
+
+std::vector<std::string> trace_files(const fs::path& dir) {
+  std::vector<std::string> traces;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("trace-rank", 0) == 0 && entry.path().extension() == ".json") traces.push_back(name);
+  }
+  std::sort(traces.begin(), traces.end());
+  return traces;
+}
+
+void note_mixed_configs(RunHistory& run, const std::string& file) {
+  std::vector<const RunStart*> distinct;
+  for (const auto& start : run.starts) {
+    const bool seen = std::any_of(distinct.begin(), distinct.end(),
+                                  [&](const RunStart* d) { return d->config == start.config; });
+    if (!seen) distinct.push_back(&start);
+  }
+  if (distinct.size() < 2) return;
+  std::string steps;
+  for (const RunStart* d : distinct) steps += (steps.empty() ? "" : ", ") + std::to_string(d->step);
+  run.warnings.push_back(file + " holds runs of " + std::to_string(distinct.size()) +
+                         " different configs (starting at steps " + steps +
+                         "); their curves are joined by step: compare the configs below, or give each "
+                         "config its own run_dir");
+}
+
+}  // namespace
+
+double number_at(const nlohmann::json& record, const std::string& key) {
+  const nlohmann::json* at = &record;
+  size_t begin = 0;
+  while (true) {
+    const size_t dot = key.find('.', begin);
+    const std::string part = key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    if (!at->is_object() || !at->contains(part)) return std::numeric_limits<double>::quiet_NaN();
+    at = &(*at)[part];
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  return at->is_number() ? at->get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+RunHistory read_run(const std::string& dir) {
+  const fs::path root(dir);
+  if (!fs::is_directory(root)) {
+    C10_THROW_ERROR(ValueError, "paisoar report: " + dir + " is not a directory; pass a run's run_dir");
+  }
+  const std::string file = (root / "metrics.jsonl").string();
+  std::ifstream in(file);
+  if (!in) {
+    C10_THROW_ERROR(ValueError, "paisoar report: " + file +
+                                    " does not exist; pass the run_dir a paisoar train run wrote its metrics to");
+  }
+  RunHistory run;
+  run.dir = dir;
+  run.name = fs::absolute(root).lexically_normal().filename().string();
+  if (run.name.empty()) run.name = fs::absolute(root).lexically_normal().parent_path().filename().string();
+  ByStep steps, evals;
+  size_t line_number = 0, torn = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) {
+      if (torn++ == 0) {
+        run.warnings.push_back(file + ":" + std::to_string(line_number) +
+                               ": a torn or unreadable line was skipped (a killed run cuts its last one)");
+      }
+      continue;
+    }
+    const std::string event = record.value("event", "");
+    const int64_t step = record["step"].get<int64_t>();
+    if (event == "run_start") {
+      const size_t dropped = steps.drop_after(step) + evals.drop_after(step);
+      if (dropped > 0) {
+        run.warnings.push_back(file + ":" + std::to_string(line_number) + ": resumed at step " + std::to_string(step) +
+                               "; " + std::to_string(dropped) +
+                               " earlier records past it are replaced by the resumed run's");
+      }
+      run.starts.push_back(RunStart{step, record.value("world_size", 0), record.value("time", 0.0),
+                                    record.value("config", std::string())});
+    } else if (event == "advice") {
+      run.advice.clear();
+      for (const auto& a : record.value("advice", nlohmann::json::array())) {
+        run.advice.push_back(Finding{a.value("verdict", ""), a.value("evidence", ""), a.value("action", "")});
+      }
+    } else if (record.contains("accuracy")) {
+      evals.put(record);
+    } else if (record.contains("loss")) {
+      steps.put(record);
+    }
+  }
+  if (torn > 1) {
+    run.warnings.push_back(file + ": " + std::to_string(torn) + " torn or unreadable lines were skipped in all");
+  }
+  run.steps = steps.values();
+  run.evals = evals.values();
+  if (run.steps.empty() && run.evals.empty()) {
+    C10_THROW_ERROR(ValueError, "paisoar report: " + file +
+                                    " holds no training or evaluation record yet; run (or let the run reach) "
+                                    "its first logged step (train.log_every)");
+  }
+  note_mixed_configs(run, file);
+  run.traces = trace_files(root);
+  return run;
+}
+
+}  // namespace paisoar::report
