@@ -32,7 +32,7 @@ struct CommBenchOptions {
 
 using Clock = std::chrono::steady_clock;
 
-struct Row {
+struct CommRow {
   int64_t bytes;
   std::string op;
   double ours_s, raw_s;
@@ -48,7 +48,7 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
   const auto info = comm::rank_info_from_env();
   auto barrier = [&] { comm->barrier().wait(); };
 
-  std::vector<Row> rows;
+  std::vector<CommRow> rows;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
     int64_t numel = bytes / 4;
     numel -= numel % n;
