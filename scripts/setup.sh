@@ -30,7 +30,8 @@ PACKAGES=(
   iproute2 procps
 )
 if [ "$minimal" -eq 0 ]; then
-  PACKAGES+=(googletest libgtest-dev libbenchmark-dev)
+  PACKAGES+=(googletest libgtest-dev libbenchmark-dev
+             chromium)  # the report tests open `paisoar report`'s page in headless Chromium
 fi
 
 missing=()
