@@ -205,6 +205,8 @@ Figure lay_out(const Chart& chart, double width, double height) {
     }
   }
   if (chart.stacked) ys.add(0);
+  xs.add(chart.x_from);
+  xs.add(chart.x_to);
   const std::vector<double> xt = nice_ticks(xs.lo, xs.hi, 6);
   const std::vector<double> yt = chart.log_y ? log_ticks(ys.lo, ys.hi) : nice_ticks(ys.lo, ys.hi, 5);
 

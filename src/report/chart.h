@@ -4,6 +4,7 @@
 // and raster.h draws for the PNG, so both show the same chart.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct Chart {
   bool stacked = false;  // areas, each on top of the ones before (they share x)
   bool log_y = false;    // base-2 y axis (the loss scale); y <= 0 is left out
   bool markers = false;  // a dot at each point (few points: evaluations)
+  // Steps the x axis covers besides the data's (NaN: none), so a chart with
+  // few points lines up with the run's other charts.
+  double x_from = std::numeric_limits<double>::quiet_NaN();
+  double x_to = std::numeric_limits<double>::quiet_NaN();
 
   // At least one finite point (positive under log_y).
   bool has_data() const;

@@ -140,6 +140,9 @@ std::string html_page(const PageParts& parts) {
     for (const auto& w : warnings) out << "<li>" << escape_xml(w) << "</li>\n";
     out << "</ul></div>\n";
   }
+  bool healthy = true;
+  for (const auto& run : parts.runs) healthy = healthy && run.advised && run.advice.empty();
+  if (healthy) out << "<p>The profiler found nothing to change in " << escape_xml(names) << ".</p>\n";
   if (!parts.unplaced.empty()) {
     out << "<h2>Advice</h2>\n";
     for (const auto& f : parts.unplaced) out << finding_html(f) << "\n";

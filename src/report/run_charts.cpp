@@ -3,6 +3,7 @@
 // where they can be seen.
 #include "src/report/run_charts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -120,6 +121,12 @@ std::vector<Plot> plots_for(const std::vector<RunHistory>& runs, std::vector<Fin
   add(across_runs(runs, "Training loss", "loss", key("loss")), true);
   Chart accuracy = across_runs(runs, "Test accuracy", "accuracy (%)", key("accuracy"), true);
   accuracy.markers = true;
+  for (const auto& run : runs) {
+    if (run.steps.empty()) continue;
+    const double first = number_at(run.steps.front(), "step"), last = number_at(run.steps.back(), "step");
+    accuracy.x_from = std::isnan(accuracy.x_from) ? first : std::min(accuracy.x_from, first);
+    accuracy.x_to = std::isnan(accuracy.x_to) ? last : std::max(accuracy.x_to, last);
+  }
   add(std::move(accuracy), true);
   add(across_runs(runs, "Throughput", "samples per second", key("samples_per_s")), true);
   for (const auto& run : runs) add(breakdown(run, runs.size()), &run == &runs.front());

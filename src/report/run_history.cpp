@@ -119,6 +119,7 @@ RunHistory read_run(const std::string& dir) {
                                     record.value("config", std::string())});
     } else if (event == "advice") {
       run.advice.clear();
+      run.advised = true;
       for (const auto& a : record.value("advice", nlohmann::json::array())) {
         run.advice.push_back(Finding{a.value("verdict", ""), a.value("evidence", ""), a.value("action", "")});
       }

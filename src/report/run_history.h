@@ -31,6 +31,7 @@ struct RunHistory {
   std::vector<nlohmann::json> evals;  // evaluation records, one per step, ascending
   std::vector<RunStart> starts;       // in file order
   std::vector<Finding> advice;        // the last run's profiler verdicts
+  bool advised = false;               // an advice record was found (it may hold no finding)
   std::vector<std::string> traces;    // Chrome trace files in dir (trace-rank*.json), sorted
   std::vector<std::string> warnings;  // each names the file (and line) it is about
 };

@@ -91,6 +91,9 @@ TEST(ReportPage, ARunsPageOpensInChromiumWithItsPlots) {
     EXPECT_NE(page.find(title), std::string::npos) << title;
   }
   EXPECT_EQ(page.find("<script"), std::string::npos);
+  const bool advice_shown = page.find("class=\"finding\"") != std::string::npos;
+  const bool nothing_found = page.find("The profiler found nothing to change") != std::string::npos;
+  EXPECT_NE(advice_shown, nothing_found) << "the page says what the profiler found, or that it found nothing";
   EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg")) << "nothing is fetched";
 
   const auto png = nlohmann::json::parse(run_python(kPeer + " --png " + files.png));

@@ -48,6 +48,7 @@ TEST_F(RunHistoryTest, ReadsStepsEvaluationsAndAdviceInStepOrder) {
   EXPECT_EQ(number_at(run.evals[0], "accuracy"), 50.5);
   ASSERT_EQ(run.advice.size(), 1u);
   EXPECT_EQ(run.advice[0].verdict, "data-bound");
+  EXPECT_TRUE(run.advised);
   ASSERT_EQ(run.starts.size(), 1u);
   EXPECT_EQ(run.starts[0].world_size, 2);
   EXPECT_EQ(run.starts[0].config, "a: 1");
