@@ -31,6 +31,11 @@ C10dGroupPtr make_gloo_group(const C10dStorePtr& store, int rank, int size,
 // Throws c10::ValueError when rank 0 is in another process.
 C10dGroupPtr make_thread_group(const Store& store, int rank, int size, std::chrono::milliseconds timeout);
 
+// The /dev/shm group of Backend::Shm (backend_shm.cpp): collective over the
+// ranks of `store`, which must share this host. Throws c10::Error when
+// /dev/shm has no room or the segment cannot be opened.
+C10dGroupPtr make_shm_group(const Store& store, int rank, int size, std::chrono::milliseconds timeout);
+
 // Throws c10::Error in builds without CUDA, saying how to build with it.
 C10dGroupPtr make_nccl_group(const C10dStorePtr& store, int rank, int size,
                              std::chrono::milliseconds timeout);

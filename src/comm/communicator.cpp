@@ -18,6 +18,7 @@
 namespace paisoar::comm {
 namespace detail {
 
+
 C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
   if (options.backend == Backend::Threads) return *cpu;
   bool cuda = tensor.defined() && tensor.is_cuda();
@@ -45,9 +46,12 @@ void GroupState::keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>
 
 void GroupState::form_cpu_group() {
   const C10dStorePtr& c10d_store = store.impl()->store;
-  cpu = options.backend == Backend::Threads
-            ? make_thread_group(store, rank, size, options.timeout)
-            : make_gloo_group(c10d_store, rank, size, options.timeout, gloo_device);
+  switch (options.backend) {
+    case Backend::Threads: cpu = make_thread_group(store, rank, size, options.timeout); return;
+    case Backend::Shm: cpu = make_shm_group(store, rank, size, options.timeout); return;
+    default: break;  // Auto stays on Gloo until Shm matches receives by tag (docs/COMM.md)
+  }
+  cpu = make_gloo_group(c10d_store, rank, size, options.timeout, gloo_device);
 }
 
 std::string GroupState::describe(const std::string& op) const {
@@ -91,7 +95,7 @@ std::shared_ptr<Communicator> Communicator::create(const Store& store, int rank,
                             ? "127.0.0.1"
                             : detail::local_address_towards(store_host, store.port());
   try {
-    if (options.backend != Backend::Threads) {
+    if (options.backend != Backend::Threads && options.backend != Backend::Shm) {
       state->gloo_device = detail::make_gloo_device(address, options.socket_ifname);
     }
     state->form_cpu_group();
@@ -163,6 +167,8 @@ std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
 int Communicator::rank() const { return state_->rank; }
 int Communicator::size() const { return state_->size; }
 const std::string& Communicator::name() const { return state_->name; }
+
+std::string Communicator::backend_name() const { return state_->cpu->getBackendName(); }
 const std::vector<int>& Communicator::global_ranks() const { return state_->global_ranks; }
 const CommOptions& Communicator::options() const { return state_->options; }
 Store Communicator::store() const { return state_->store; }

@@ -20,6 +20,7 @@ const char* to_string(Backend backend) {
     case Backend::Gloo: return "gloo";
     case Backend::Nccl: return "nccl";
     case Backend::Threads: return "threads";
+    case Backend::Shm: return "shm";
   }
   return "?";
 }

@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
                        ::testing::Values(torch::kFloat, torch::kDouble, torch::kHalf,
                                          torch::kBFloat16, torch::kInt, torch::kLong),
-                       ::testing::Values(Backend::Gloo, Backend::Threads)),
+                       ::testing::Values(Backend::Gloo, Backend::Threads, Backend::Shm)),
     [](const auto& info) {
       return "w" + std::to_string(std::get<0>(info.param)) + "_" +
              std::string(c10::toString(std::get<1>(info.param))) + "_" +

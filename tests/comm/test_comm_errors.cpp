@@ -138,7 +138,7 @@ TEST_P(CommErrors, InvalidArgumentsAreClearErrors) {
   }, options());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CommErrors, ::testing::Values(Backend::Gloo, Backend::Threads),
+INSTANTIATE_TEST_SUITE_P(Backends, CommErrors, ::testing::Values(Backend::Gloo, Backend::Threads, Backend::Shm),
                          [](const auto& info) { return std::string(paisoar::comm::to_string(info.param)); });
 
 }  // namespace

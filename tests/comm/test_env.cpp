@@ -1,6 +1,8 @@
 // rank_info_from_env: torchrun, Slurm and Open MPI variables, the launcher's
-// store and job token, and bad values.
+// store and job token, and bad values; comm_options_from_env.
 #include <gtest/gtest.h>
+
+#include <c10/util/Exception.h>
 
 #include "paisoar/comm/env.h"
 
@@ -104,4 +106,19 @@ TEST(RankInfoFromEnv, BadValuesNameTheVariable) {
   EXPECT_NE(message({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_PORT", "70000"}})
                 .find("MASTER_PORT"),
             std::string::npos);
+}
+
+TEST(CommOptionsFromEnv, CommBackendIsForcedByNameAndABadNameIsNamed) {
+  using paisoar::comm::Backend;
+  using paisoar::comm::comm_options_from_env;
+  EXPECT_EQ(comm_options_from_env(EnvMap{}, {}).backend, Backend::Auto);
+  EXPECT_EQ(comm_options_from_env(EnvMap{{"PAISOAR_COMM_BACKEND", "shm"}}, {}).backend, Backend::Shm);
+  EXPECT_EQ(comm_options_from_env(EnvMap{{"PAISOAR_COMM_BACKEND", "gloo"}}, {}).backend, Backend::Gloo);
+  try {
+    comm_options_from_env(EnvMap{{"PAISOAR_COMM_BACKEND", "mpi"}}, {});
+    ADD_FAILURE() << "mpi accepted";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("PAISOAR_COMM_BACKEND=mpi is not a backend"),
+              std::string::npos);
+  }
 }

@@ -52,13 +52,18 @@ std::vector<std::string> train_args(const std::string& run_dir, const std::strin
   return args;
 }
 
-TEST(ElasticRestart, KilledRankIsRestartedAndTheRunEndsLikeAnUninterruptedOne) {
+// Rank 1 is killed (SIGKILL) at step 5; the launcher restarts the group,
+// which resumes from step 3 and ends with the parameters of a clean run.
+// `env`: the backend's setting, for both runs.
+void killed_rank_run_ends_like_an_uninterrupted_one(const std::vector<std::string>& env) {
   const std::string dir = make_temp_dir();
-  RunResult clean = run_paisoar(train_args(dir + "/clean", "0"));
+  RunResult clean = run_paisoar(train_args(dir + "/clean", "0"), env);
   ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
 
-  RunResult killed = run_paisoar(train_args(dir + "/killed", "1"),
-                                 {"PAISOAR_TEST_FAULT=train.step:5", "PAISOAR_TEST_FAULT_RANK=1"});
+  std::vector<std::string> fault = env;
+  fault.push_back("PAISOAR_TEST_FAULT=train.step:5");
+  fault.push_back("PAISOAR_TEST_FAULT_RANK=1");
+  RunResult killed = run_paisoar(train_args(dir + "/killed", "1"), fault);
   ASSERT_EQ(killed.exit_code, 0) << killed.out << killed.err;
   EXPECT_NE(killed.err.find("rank 1"), std::string::npos) << killed.err;
   EXPECT_NE(killed.err.find("killed by signal 9"), std::string::npos) << killed.err;
@@ -76,6 +81,16 @@ TEST(ElasticRestart, KilledRankIsRestartedAndTheRunEndsLikeAnUninterruptedOne) {
   // Not equal by accident: training moved the parameters after the resume point.
   EXPECT_FALSE(a == data_section(read_all(dir + "/clean/checkpoints/step-000000000003.safetensors")));
   std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(ElasticRestart, KilledRankIsRestartedAndTheRunEndsLikeAnUninterruptedOne) {
+  killed_rank_run_ends_like_an_uninterrupted_one({});
+}
+
+// The same over shared memory: the survivor sees its peer's process gone
+// (not a closed socket), fails, and the restarted group forms a new segment.
+TEST(ElasticRestart, KilledRankRecoversTheSameOverSharedMemory) {
+  killed_rank_run_ends_like_an_uninterrupted_one({"PAISOAR_COMM_BACKEND=shm"});
 }
 
 TEST(ElasticRestart, WatchdogRestartsAGroupWithAStoppedRank) {

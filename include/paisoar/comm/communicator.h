@@ -47,6 +47,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int rank() const;
   int size() const;
   const std::string& name() const;  // "world", or "world/g<N>" for subgroups
+  // What carries CPU tensors: "gloo", "paisoar-shm" or "paisoar-threads".
+  std::string backend_name() const;
   // The global (world) rank of each member, indexed by rank in this group.
   const std::vector<int>& global_ranks() const;
   const CommOptions& options() const;

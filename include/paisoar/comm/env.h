@@ -46,7 +46,8 @@ RankInfo rank_info_from_env();
 EnvMap process_env();
 
 // `options` with what the environment overrides: PAISOAR_CHECK_COLLECTIVES
-// (1: on), PAISOAR_SEGMENT_BYTES, GLOO_SOCKET_IFNAME. Throws
+// (1: on), PAISOAR_SEGMENT_BYTES, GLOO_SOCKET_IFNAME, PAISOAR_COMM_BACKEND
+// (auto, gloo, nccl or shm: force one, for comparison). Throws
 // c10::ValueError naming the variable when one is malformed.
 CommOptions comm_options_from_env(const EnvMap& env, CommOptions options);
 

@@ -17,7 +17,11 @@ enum class ReduceOp { Sum, Avg, Min, Max, Product };
 // (Store::hash()); collectives read and write the ranks' tensors directly, on
 // any device, with no sockets: for logic tests and single-process multi-rank
 // runs. Results are exact and summed in rank order.
-enum class Backend { Auto, Gloo, Nccl, Threads };
+// Shm: the ranks are on one host (processes or threads) and exchange CPU
+// tensors through a /dev/shm segment per group (src/comm/backend_shm.cpp),
+// with no sockets on the data path. Not chosen by Auto yet: its receives are
+// matched in order per peer, so the pipeline's tagged links do not run on it.
+enum class Backend { Auto, Gloo, Nccl, Threads, Shm };
 
 const char* to_string(ReduceOp op);
 const char* to_string(Backend backend);

@@ -1,0 +1,414 @@
+// The c10d backend behind Backend::Shm: ranks on one host exchange tensors
+// through a ShmSegment instead of sockets. Collectives run in issue order on
+// one worker thread per group, in lockstep phases (every rank posts a phase
+// number on its slot and waits for the others'), a piece of at most
+// kShmSlotBytes per rank at a time: allreduce reduce-scatters the piece (each
+// rank reduces its share over all slots, in rank order, so every rank's
+// result is identical) and gathers it back. send and recv run on a thread per
+// peer and direction through that pair's mailbox, so a ring of sends never
+// blocks the receives behind it. CPU tensors only.
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "src/comm/backend.h"
+#include "src/comm/shm_segment.h"
+
+namespace paisoar::comm::detail {
+namespace {
+
+class ShmWork : public ::c10d::Work {
+ public:
+  explicit ShmWork(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+  void finish(std::string error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    error_ = std::move(error);
+    changed_.notify_all();
+  }
+  bool isCompleted() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+  bool wait(std::chrono::milliseconds timeout) override {
+    // The worker gives up at the group's timeout; wait a little longer so its message wins.
+    const auto limit = (timeout.count() == 0 ? timeout_ : timeout) + std::chrono::seconds(1);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, limit, [&] { return done_; })) {
+      C10_THROW_ERROR(DistBackendError, "shm backend: timed out after " + std::to_string(limit.count()) +
+                                            " ms waiting for this rank's earlier operations");
+    }
+    if (!error_.empty()) C10_THROW_ERROR(DistBackendError, error_);
+    return true;
+  }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  std::string error_;
+};
+
+// A thread running tasks in the order they were queued.
+class Lane {
+ public:
+  Lane() : thread_([this] { run(); }) {}
+  ~Lane() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  void push(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  void run() {
+    while (true) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return closing_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> tasks_;
+  bool closing_ = false;
+  std::thread thread_;  // last: starts after the rest is built
+};
+
+at::Tensor bytes_of(uint8_t* data, int64_t count, at::ScalarType dtype) {
+  return at::from_blob(data, {count}, at::TensorOptions().dtype(dtype));
+}
+
+void reduce_into(at::Tensor& acc, const at::Tensor& t, const ::c10d::ReduceOp& reduce) {
+  switch (reduce.op_) {
+    case ::c10d::ReduceOp::SUM: case ::c10d::ReduceOp::AVG: acc.add_(t); break;
+    case ::c10d::ReduceOp::PRODUCT: acc.mul_(t); break;
+    case ::c10d::ReduceOp::MIN: at::minimum_out(acc, acc, t); break;
+    case ::c10d::ReduceOp::MAX: at::maximum_out(acc, acc, t); break;
+    case ::c10d::ReduceOp::BAND: acc.bitwise_and_(t); break;
+    case ::c10d::ReduceOp::BOR: acc.bitwise_or_(t); break;
+    case ::c10d::ReduceOp::BXOR: acc.bitwise_xor_(t); break;
+    default: TORCH_CHECK(false, "shm backend: reduce op ", static_cast<int>(reduce.op_), " is not supported");
+  }
+}
+
+class ShmBackend : public ::c10d::Backend {
+ public:
+  ShmBackend(std::unique_ptr<ShmSegment> segment, int rank, int size, std::chrono::milliseconds timeout)
+      : ::c10d::Backend(rank, size), segment_(std::move(segment)), timeout_(timeout) {}
+
+  ~ShmBackend() override {
+    stopping_ = true;
+    ShmSlot& mine = segment_->slot(rank_);
+    mine.left = 1;
+    shm_wake(mine.phase);
+    for (int r = 0; r < size_; ++r) {
+      shm_wake(segment_->mailbox(rank_, r).posted);
+      shm_wake(segment_->mailbox(r, rank_).consumed);
+    }
+    collectives_.reset();  // joins: the lanes' waits see stopping_ and fail their tasks
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    peers_.clear();
+  }
+
+  const std::string getBackendName() const override { return "paisoar-shm"; }
+
+  c10::intrusive_ptr<::c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::AllreduceOptions& opts) override {
+    at::Tensor t = single(tensors, "allreduce");
+    const auto reduce = opts.reduceOp;
+    return collective("allreduce", t, "", [this, t, reduce](const std::string& what) { run_allreduce(t, reduce, what); });
+  }
+  c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::BroadcastOptions& opts) override {
+    at::Tensor t = single(tensors, "broadcast");
+    const int root = static_cast<int>(opts.rootRank);
+    return collective("broadcast", t, " from rank " + std::to_string(root),
+                      [this, t, root](const std::string& what) { run_broadcast(t, root, what); });
+  }
+  c10::intrusive_ptr<::c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                             std::vector<at::Tensor>& inputs,
+                                             const ::c10d::AllgatherOptions& /*opts*/) override {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                "shm backend: allgather takes one list of ", size_, " outputs");
+    at::Tensor t = single(inputs, "allgather");
+    std::vector<at::Tensor> outs = outputs[0];
+    return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
+  }
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& /*opts*/) override {
+    return collective("barrier", at::empty({0}), "", [this](const std::string& what) { phase(what); });
+  }
+  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    at::Tensor t = single(tensors, "send");
+    check_peer(dst);
+    return on_peer_lane(true, dst, [this, t, dst, tag] { run_send(t, dst, tag); });
+  }
+  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    at::Tensor t = single(tensors, "recv");
+    check_peer(src);
+    return on_peer_lane(false, src, [this, t, src, tag] { run_recv(t, src, tag); });
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  at::Tensor single(const std::vector<at::Tensor>& tensors, const char* kind) const {
+    TORCH_CHECK(tensors.size() == 1, "shm backend: ", kind, " takes one tensor, got ", tensors.size());
+    TORCH_CHECK(tensors[0].device().is_cpu(), "shm backend: ", kind, " takes CPU tensors, got one on ",
+                tensors[0].device(), "; use backend nccl for GPU tensors");
+    return tensors[0];
+  }
+  void check_peer(int peer) const {
+    TORCH_CHECK(peer >= 0 && peer < size_ && peer != rank_, "shm backend: peer ", peer,
+                " is not another rank of this group of ", size_);
+  }
+
+  // Queues `body` on the collective lane; its first phase checks that every
+  // rank issued the same collective.
+  c10::intrusive_ptr<::c10d::Work> collective(const std::string& kind, const at::Tensor& t, const std::string& extra,
+                                              std::function<void(const std::string&)> body) {
+    std::lock_guard<std::mutex> lock(issue_mutex_);  // issue numbers in queue order
+    const int64_t seq = issued_++;
+    const std::string signature = kind + " of " + std::to_string(t.numel()) + " " +
+                                  c10::toString(t.scalar_type()) + extra;
+    auto work = c10::make_intrusive<ShmWork>(timeout_);
+    collectives_->push([this, work, seq, signature, kind, body = std::move(body)] {
+      std::string error;
+      try {
+        deadline_ = Clock::now() + timeout_;
+        const std::string what = kind + " #" + std::to_string(seq);
+        agree(signature, what);
+        body(what);
+      } catch (const c10::Error& e) {
+        error = e.what_without_backtrace();
+      }
+      work->finish(error);
+    });
+    return work;
+  }
+
+  // One lockstep phase: post it, then wait until every rank has.
+  void phase(const std::string& what) {
+    const uint32_t n = ++phases_;
+    ShmSlot& mine = segment_->slot(rank_);
+    mine.phase.store(n, std::memory_order_release);
+    shm_wake(mine.phase);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      ShmSlot& peer = segment_->slot(r);
+      shm_wait(peer.phase, [&] { return peer.phase.load(std::memory_order_acquire) >= n; },
+               ShmWatch{segment_.get(), r, &stopping_, [r, what] { return "rank " + std::to_string(r) + " to join " + what; }},
+               deadline_);
+    }
+  }
+
+  void agree(const std::string& signature, const std::string& what) {
+    ShmSlot& mine = segment_->slot(rank_);
+    std::strncpy(mine.signature, signature.c_str(), sizeof(mine.signature) - 1);
+    mine.signature[sizeof(mine.signature) - 1] = '\0';
+    phase(what);
+    std::string mismatch;
+    for (int r = 0; r < size_; ++r) {
+      const std::string theirs = segment_->slot(r).signature;
+      if (theirs != mine.signature && mismatch.empty()) {
+        mismatch = "size mismatch in " + what + ": rank " + std::to_string(r) + " issued " + theirs + ", rank " +
+                   std::to_string(rank_) + " issued " + signature;
+      }
+    }
+    phase(what);  // every rank has read the signatures before any overwrites its own
+    TORCH_CHECK(mismatch.empty(), "shm backend: ", mismatch);
+  }
+
+  // Runs `each(offset, count)` over `numel` elements in pieces that fit a slot.
+  static void pieces(int64_t numel, size_t element, const std::function<void(int64_t, int64_t)>& each) {
+    const auto per = static_cast<int64_t>(kShmSlotBytes / element);
+    for (int64_t off = 0; off < numel; off += per) each(off, std::min(per, numel - off));
+  }
+
+  void run_allreduce(const at::Tensor& t, const ::c10d::ReduceOp& reduce, const std::string& what) {
+    if (reduce.op_ == ::c10d::ReduceOp::AVG) {
+      TORCH_CHECK(at::isFloatingType(t.scalar_type()), "shm backend: AVG takes floating tensors, not ",
+                  t.scalar_type());
+    }
+    at::Tensor flat = t.contiguous().view({-1});
+    const auto dtype = t.scalar_type();
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
+      at::Tensor piece = flat.narrow(0, off, count);
+      std::memcpy(segment_->slot_data(rank_), piece.data_ptr(), count * t.element_size());
+      phase(what);
+      const int64_t begin = count * rank_ / size_, end = count * (rank_ + 1) / size_;
+      if (end > begin) {
+        at::Tensor acc = bytes_of(segment_->slot_data(0), count, dtype).narrow(0, begin, end - begin).clone();
+        for (int r = 1; r < size_; ++r) {
+          reduce_into(acc, bytes_of(segment_->slot_data(r), count, dtype).narrow(0, begin, end - begin), reduce);
+        }
+        bytes_of(segment_->slot_data(rank_), count, dtype).narrow(0, begin, end - begin).copy_(acc);
+      }
+      phase(what);
+      for (int r = 0; r < size_; ++r) {
+        const int64_t b = count * r / size_, e = count * (r + 1) / size_;
+        if (e > b) piece.narrow(0, b, e - b).copy_(bytes_of(segment_->slot_data(r), count, dtype).narrow(0, b, e - b));
+      }
+      phase(what);
+    });
+    if (reduce.op_ == ::c10d::ReduceOp::AVG) flat.div_(size_);
+    if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
+  }
+
+  void run_broadcast(const at::Tensor& t, int root, const std::string& what) {
+    TORCH_CHECK(root >= 0 && root < size_, "shm backend: broadcast root ", root, " is not a rank of ", size_);
+    at::Tensor flat = t.contiguous().view({-1});
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
+      at::Tensor piece = flat.narrow(0, off, count);
+      if (rank_ == root) std::memcpy(segment_->slot_data(root), piece.data_ptr(), count * t.element_size());
+      phase(what);
+      if (rank_ != root) std::memcpy(piece.data_ptr(), segment_->slot_data(root), count * t.element_size());
+      phase(what);
+    });
+    if (rank_ != root && (flat.data_ptr() != t.data_ptr() || !t.is_contiguous())) t.copy_(flat.view(t.sizes()));
+  }
+
+  void run_allgather(const at::Tensor& t, const std::vector<at::Tensor>& outs, const std::string& what) {
+    at::Tensor flat = t.contiguous().view({-1});
+    std::vector<at::Tensor> flats;
+    for (const auto& o : outs) {
+      TORCH_CHECK(o.numel() == t.numel() && o.scalar_type() == t.scalar_type(),
+                  "shm backend: allgather outputs must match the input's ", t.numel(), " ", t.scalar_type());
+      flats.push_back(o.contiguous().view({-1}));
+    }
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
+      std::memcpy(segment_->slot_data(rank_), flat.narrow(0, off, count).data_ptr(), count * t.element_size());
+      phase(what);
+      for (int r = 0; r < size_; ++r) {
+        std::memcpy(flats[r].narrow(0, off, count).data_ptr(), segment_->slot_data(r), count * t.element_size());
+      }
+      phase(what);
+    });
+    for (size_t r = 0; r < outs.size(); ++r) {
+      if (flats[r].data_ptr() != outs[r].data_ptr() || !outs[r].is_contiguous()) {
+        outs[r].copy_(flats[r].view(outs[r].sizes()));
+      }
+    }
+  }
+
+  c10::intrusive_ptr<::c10d::Work> on_peer_lane(bool sending, int peer, std::function<void()> body) {
+    auto work = c10::make_intrusive<ShmWork>(timeout_);
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    std::unique_ptr<Lane>& lane = peers_[{sending, peer}];
+    if (!lane) lane = std::make_unique<Lane>();
+    lane->push([work, body = std::move(body)] {
+      std::string error;
+      try {
+        body();
+      } catch (const c10::Error& e) {
+        error = e.what_without_backtrace();
+      }
+      work->finish(error);
+    });
+    return work;
+  }
+
+  // Piece by piece through the mailbox; done when the receiver has read the
+  // last piece (or refused the message).
+  void run_send(const at::Tensor& t, int dst, int tag) {
+    ShmMailbox& box = segment_->mailbox(rank_, dst);
+    const auto deadline = Clock::now() + timeout_;
+    const at::Tensor flat = t.contiguous().view({-1});
+    const auto* data = static_cast<const uint8_t*>(flat.data_ptr());
+    const uint64_t total = t.nbytes();
+    const ShmWatch watch{segment_.get(), dst, &stopping_, [dst] { return "rank " + std::to_string(dst) + " to receive"; }};
+    uint64_t off = 0;
+    do {
+      const uint32_t posted = box.posted.load();
+      shm_wait(box.consumed, [&] { return box.consumed.load() == posted || box.failed.load(); }, watch, deadline);
+      TORCH_CHECK(!box.failed.load(), "shm backend: rank ", dst, " refused the message: size mismatch (nbytes) with tag ", tag);
+      const uint64_t bytes = std::min<uint64_t>(kShmMailBytes, total - off);
+      box.tag = tag;
+      box.total = total;
+      box.bytes = bytes;
+      if (bytes > 0) std::memcpy(segment_->mail_data(rank_, dst), data + off, bytes);
+      box.posted.store(posted + 1, std::memory_order_release);
+      shm_wake(box.posted);
+      off += bytes;
+    } while (off < total);
+    const uint32_t last = box.posted.load();
+    shm_wait(box.consumed, [&] { return box.consumed.load() == last || box.failed.load(); }, watch, deadline);
+    TORCH_CHECK(!box.failed.load(), "shm backend: rank ", dst, " refused the message: size mismatch: rank ", rank_,
+                " sent ", total, " bytes (nbytes) with tag ", tag);
+  }
+
+  void run_recv(const at::Tensor& t, int src, int tag) {
+    ShmMailbox& box = segment_->mailbox(src, rank_);
+    const auto deadline = Clock::now() + timeout_;
+    at::Tensor flat = t.contiguous().view({-1});
+    auto* data = static_cast<uint8_t*>(flat.data_ptr());
+    const uint64_t total = t.nbytes();
+    const ShmWatch watch{segment_.get(), src, &stopping_, [src] { return "rank " + std::to_string(src) + " to send"; }};
+    uint64_t off = 0;
+    do {
+      const uint32_t consumed = box.consumed.load();
+      shm_wait(box.posted, [&] { return box.posted.load() > consumed; }, watch, deadline);
+      if (box.total != total || box.tag != tag) {
+        const std::string error = "size mismatch: rank " + std::to_string(src) + " sent " + std::to_string(box.total) +
+                                  " bytes (nbytes) with tag " + std::to_string(box.tag) + ", rank " +
+                                  std::to_string(rank_) + " expects " + std::to_string(total) + " with tag " +
+                                  std::to_string(tag);
+        box.failed.store(1);
+        box.consumed.store(consumed + 1);
+        shm_wake(box.consumed);
+        TORCH_CHECK(false, "shm backend: ", error);
+      }
+      if (box.bytes > 0) std::memcpy(data + off, segment_->mail_data(src, rank_), box.bytes);
+      off += box.bytes;
+      box.consumed.store(consumed + 1, std::memory_order_release);
+      shm_wake(box.consumed);
+    } while (off < total);
+    if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
+  }
+
+  std::unique_ptr<ShmSegment> segment_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<bool> stopping_{false};
+  std::mutex issue_mutex_;  // callers' threads: guards issued_ and peers_
+  int64_t issued_ = 0;
+  // The collective lane's own state.
+  uint32_t phases_ = 0;
+  Clock::time_point deadline_;
+  std::map<std::pair<bool, int>, std::unique_ptr<Lane>> peers_;  // (sending, peer): send/recv lanes
+  std::unique_ptr<Lane> collectives_ = std::make_unique<Lane>();   // last: its thread starts after the rest
+};
+
+}  // namespace
+
+C10dGroupPtr make_shm_group(const Store& store, int rank, int size, std::chrono::milliseconds timeout) {
+  auto segment = std::make_unique<ShmSegment>(store, rank, size, timeout);
+  return c10::make_intrusive<ShmBackend>(std::move(segment), rank, size, timeout);
+}
+
+}  // namespace paisoar::comm::detail

@@ -1,0 +1,79 @@
+// ShmSegment: the shared memory a Backend::Shm group's ranks exchange data
+// through: one /dev/shm segment per group, created by rank 0 (mode 0600,
+// space reserved up front so a full /dev/shm is an error at creation, never a
+// SIGBUS later) and unlinked once every rank has mapped it, so nothing is left
+// behind and no later process can attach. Holds a slot per rank (collectives)
+// and a mailbox per ordered pair of ranks (send/recv), each with futex words.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "paisoar/comm/store.h"
+
+namespace paisoar::comm::detail {
+
+// Bytes of a rank's slot and of a mailbox: larger messages go in pieces.
+inline constexpr size_t kShmSlotBytes = size_t{1} << 20;
+inline constexpr size_t kShmMailBytes = size_t{256} << 10;
+
+struct alignas(64) ShmSlot {
+  std::atomic<uint32_t> phase;  // phases this rank has reached (futex word)
+  std::atomic<uint32_t> left;   // 1: the rank's backend is gone
+  int32_t pid;
+  char signature[116];          // the current collective's, checked across ranks
+};
+
+struct alignas(64) ShmMailbox {
+  std::atomic<uint32_t> posted;    // pieces the sender wrote (futex word)
+  std::atomic<uint32_t> consumed;  // pieces the receiver read (futex word)
+  std::atomic<uint32_t> failed;    // 1: the receiver refused the message
+  int32_t tag;
+  uint64_t total;                  // the message's bytes
+  uint64_t bytes;                  // this piece's bytes
+};
+
+class ShmSegment {
+ public:
+  // Collective over the ranks of `store` (a group's prefixed store). Throws
+  // c10::Error naming /dev/shm when it has no room.
+  ShmSegment(const Store& store, int rank, int size, std::chrono::milliseconds timeout);
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  int size() const { return size_; }
+  ShmSlot& slot(int rank);
+  uint8_t* slot_data(int rank);
+  ShmMailbox& mailbox(int src, int dst);
+  uint8_t* mail_data(int src, int dst);
+
+ private:
+  int size_;
+  size_t bytes_ = 0;
+  uint8_t* base_ = nullptr;
+};
+
+// Wakes every waiter on `word`, in any process.
+void shm_wake(std::atomic<uint32_t>& word);
+
+// What a wait watches besides its condition: the peer it waits for (its
+// `left` word and its process) and this rank's own shutdown.
+struct ShmWatch {
+  ShmSegment* segment;
+  int peer;
+  const std::atomic<bool>* stopping;
+  std::function<std::string()> what;  // "rank 1 to join allreduce #3", for errors
+};
+
+// Waits until ready() holds: spins briefly, then sleeps on `word` (a futex,
+// woken by shm_wake) until `deadline`. Throws c10::DistBackendError saying
+// "timed out", or "connection closed by peer" when the peer left or exited.
+void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
+              std::chrono::steady_clock::time_point deadline);
+
+}  // namespace paisoar::comm::detail
