@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "src/comm/backend.h"
+#include "src/comm/combine.h"
 #include "src/comm/shm_segment.h"
 
 namespace paisoar::comm::detail {
@@ -103,19 +104,6 @@ class Lane {
 
 at::Tensor bytes_of(uint8_t* data, int64_t count, at::ScalarType dtype) {
   return at::from_blob(data, {count}, at::TensorOptions().dtype(dtype));
-}
-
-void reduce_into(at::Tensor& acc, const at::Tensor& t, const ::c10d::ReduceOp& reduce) {
-  switch (reduce.op_) {
-    case ::c10d::ReduceOp::SUM: case ::c10d::ReduceOp::AVG: acc.add_(t); break;
-    case ::c10d::ReduceOp::PRODUCT: acc.mul_(t); break;
-    case ::c10d::ReduceOp::MIN: at::minimum_out(acc, acc, t); break;
-    case ::c10d::ReduceOp::MAX: at::maximum_out(acc, acc, t); break;
-    case ::c10d::ReduceOp::BAND: acc.bitwise_and_(t); break;
-    case ::c10d::ReduceOp::BOR: acc.bitwise_or_(t); break;
-    case ::c10d::ReduceOp::BXOR: acc.bitwise_xor_(t); break;
-    default: TORCH_CHECK(false, "shm backend: reduce op ", static_cast<int>(reduce.op_), " is not supported");
-  }
 }
 
 class ShmBackend : public ::c10d::Backend {
@@ -266,7 +254,8 @@ class ShmBackend : public ::c10d::Backend {
       if (end > begin) {
         at::Tensor acc = bytes_of(segment_->slot_data(0), count, dtype).narrow(0, begin, end - begin).clone();
         for (int r = 1; r < size_; ++r) {
-          reduce_into(acc, bytes_of(segment_->slot_data(r), count, dtype).narrow(0, begin, end - begin), reduce);
+          combine_into(acc, bytes_of(segment_->slot_data(r), count, dtype).narrow(0, begin, end - begin), reduce,
+                       "shm");
         }
         bytes_of(segment_->slot_data(rank_), count, dtype).narrow(0, begin, end - begin).copy_(acc);
       }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "src/comm/backend.h"
+#include "src/comm/combine.h"
 
 namespace paisoar::comm::detail {
 namespace {
@@ -83,17 +84,7 @@ void run_collective(const std::string& kind, const ::c10d::ReduceOp& reduce, int
   } else if (kind == "allreduce") {
     at::Tensor acc = c.tensors[0][0].clone();
     for (int r = 1; r < size; ++r) {
-      const at::Tensor& t = c.tensors[r][0];
-      switch (reduce.op_) {
-        case ::c10d::ReduceOp::SUM: case ::c10d::ReduceOp::AVG: acc.add_(t); break;
-        case ::c10d::ReduceOp::PRODUCT: acc.mul_(t); break;
-        case ::c10d::ReduceOp::MIN: at::minimum_out(acc, acc, t); break;
-        case ::c10d::ReduceOp::MAX: at::maximum_out(acc, acc, t); break;
-        case ::c10d::ReduceOp::BAND: acc.bitwise_and_(t); break;
-        case ::c10d::ReduceOp::BOR: acc.bitwise_or_(t); break;
-        case ::c10d::ReduceOp::BXOR: acc.bitwise_xor_(t); break;
-        default: TORCH_CHECK(false, "threads backend: reduce op ", static_cast<int>(reduce.op_), " is not supported");
-      }
+      combine_into(acc, c.tensors[r][0], reduce, "threads");
     }
     if (reduce.op_ == ::c10d::ReduceOp::AVG) {
       TORCH_CHECK(at::isFloatingType(acc.scalar_type()), "threads backend: AVG takes floating tensors, not ",
