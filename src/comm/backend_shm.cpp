@@ -4,103 +4,25 @@
 // number on its slot and waits for the others'), a piece of at most
 // kShmSlotBytes per rank at a time: allreduce reduce-scatters the piece (each
 // rank reduces its share over all slots, in rank order, so every rank's
-// result is identical) and gathers it back. send and recv run on a thread per
-// peer and direction through that pair's mailbox, so a ring of sends never
-// blocks the receives behind it. CPU tensors only.
+// result is identical) and gathers it back. send and recv go through
+// ShmMail (shm_mail.h), matched by tag. CPU tensors only.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <mutex>
-#include <thread>
 
 #include "src/comm/backend.h"
 #include "src/comm/combine.h"
+#include "src/comm/shm_mail.h"
 #include "src/comm/shm_segment.h"
+#include "src/comm/shm_work.h"
 
 namespace paisoar::comm::detail {
 namespace {
-
-class ShmWork : public ::c10d::Work {
- public:
-  explicit ShmWork(std::chrono::milliseconds timeout) : timeout_(timeout) {}
-
-  void finish(std::string error) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    done_ = true;
-    error_ = std::move(error);
-    changed_.notify_all();
-  }
-  bool isCompleted() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return done_;
-  }
-  bool wait(std::chrono::milliseconds timeout) override {
-    // The worker gives up at the group's timeout; wait a little longer so its message wins.
-    const auto limit = (timeout.count() == 0 ? timeout_ : timeout) + std::chrono::seconds(1);
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_for(lock, limit, [&] { return done_; })) {
-      C10_THROW_ERROR(DistBackendError, "shm backend: timed out after " + std::to_string(limit.count()) +
-                                            " ms waiting for this rank's earlier operations");
-    }
-    if (!error_.empty()) C10_THROW_ERROR(DistBackendError, error_);
-    return true;
-  }
-
- private:
-  std::chrono::milliseconds timeout_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool done_ = false;
-  std::string error_;
-};
-
-// A thread running tasks in the order they were queued.
-class Lane {
- public:
-  Lane() : thread_([this] { run(); }) {}
-  ~Lane() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      closing_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-  }
-  void push(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.push_back(std::move(task));
-    }
-    changed_.notify_all();
-  }
-
- private:
-  void run() {
-    while (true) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return closing_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::function<void()>> tasks_;
-  bool closing_ = false;
-  std::thread thread_;  // last: starts after the rest is built
-};
 
 at::Tensor bytes_of(uint8_t* data, int64_t count, at::ScalarType dtype) {
   return at::from_blob(data, {count}, at::TensorOptions().dtype(dtype));
@@ -117,12 +39,12 @@ class ShmBackend : public ::c10d::Backend {
     mine.left = 1;
     shm_wake(mine.phase);
     for (int r = 0; r < size_; ++r) {
-      shm_wake(segment_->mailbox(rank_, r).posted);
+      shm_wake(segment_->mailbox(rank_, r).posted);  // the peers' drainers see `left`
       shm_wake(segment_->mailbox(r, rank_).consumed);
     }
-    collectives_.reset();  // joins: the lanes' waits see stopping_ and fail their tasks
-    std::lock_guard<std::mutex> lock(issue_mutex_);
-    peers_.clear();
+    // Join: the lanes' and drainers' waits see stopping_ and fail what is pending.
+    collectives_.reset();
+    mail_.reset();
   }
 
   const std::string getBackendName() const override { return "paisoar-shm"; }
@@ -155,12 +77,12 @@ class ShmBackend : public ::c10d::Backend {
   c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
     at::Tensor t = single(tensors, "send");
     check_peer(dst);
-    return on_peer_lane(true, dst, [this, t, dst, tag] { run_send(t, dst, tag); });
+    return mail_->send(t, dst, tag);
   }
   c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
     at::Tensor t = single(tensors, "recv");
     check_peer(src);
-    return on_peer_lane(false, src, [this, t, src, tag] { run_recv(t, src, tag); });
+    return mail_->recv(t, src, tag);
   }
 
  private:
@@ -187,16 +109,12 @@ class ShmBackend : public ::c10d::Backend {
                                   c10::toString(t.scalar_type()) + extra;
     auto work = c10::make_intrusive<ShmWork>(timeout_);
     collectives_->push([this, work, seq, signature, kind, body = std::move(body)] {
-      std::string error;
-      try {
+      run_to_finish(*work, [&] {
         deadline_ = Clock::now() + timeout_;
         const std::string what = kind + " #" + std::to_string(seq);
         agree(signature, what);
         body(what);
-      } catch (const c10::Error& e) {
-        error = e.what_without_backtrace();
-      }
-      work->finish(error);
+      });
     });
     return work;
   }
@@ -306,91 +224,16 @@ class ShmBackend : public ::c10d::Backend {
     }
   }
 
-  c10::intrusive_ptr<::c10d::Work> on_peer_lane(bool sending, int peer, std::function<void()> body) {
-    auto work = c10::make_intrusive<ShmWork>(timeout_);
-    std::lock_guard<std::mutex> lock(issue_mutex_);
-    std::unique_ptr<Lane>& lane = peers_[{sending, peer}];
-    if (!lane) lane = std::make_unique<Lane>();
-    lane->push([work, body = std::move(body)] {
-      std::string error;
-      try {
-        body();
-      } catch (const c10::Error& e) {
-        error = e.what_without_backtrace();
-      }
-      work->finish(error);
-    });
-    return work;
-  }
-
-  // Piece by piece through the mailbox; done when the receiver has read the
-  // last piece (or refused the message).
-  void run_send(const at::Tensor& t, int dst, int tag) {
-    ShmMailbox& box = segment_->mailbox(rank_, dst);
-    const auto deadline = Clock::now() + timeout_;
-    const at::Tensor flat = t.contiguous().view({-1});
-    const auto* data = static_cast<const uint8_t*>(flat.data_ptr());
-    const uint64_t total = t.nbytes();
-    const ShmWatch watch{segment_.get(), dst, &stopping_, [dst] { return "rank " + std::to_string(dst) + " to receive"; }};
-    uint64_t off = 0;
-    do {
-      const uint32_t posted = box.posted.load();
-      shm_wait(box.consumed, [&] { return box.consumed.load() == posted || box.failed.load(); }, watch, deadline);
-      TORCH_CHECK(!box.failed.load(), "shm backend: rank ", dst, " refused the message: size mismatch (nbytes) with tag ", tag);
-      const uint64_t bytes = std::min<uint64_t>(kShmMailBytes, total - off);
-      box.tag = tag;
-      box.total = total;
-      box.bytes = bytes;
-      if (bytes > 0) std::memcpy(segment_->mail_data(rank_, dst), data + off, bytes);
-      box.posted.store(posted + 1, std::memory_order_release);
-      shm_wake(box.posted);
-      off += bytes;
-    } while (off < total);
-    const uint32_t last = box.posted.load();
-    shm_wait(box.consumed, [&] { return box.consumed.load() == last || box.failed.load(); }, watch, deadline);
-    TORCH_CHECK(!box.failed.load(), "shm backend: rank ", dst, " refused the message: size mismatch: rank ", rank_,
-                " sent ", total, " bytes (nbytes) with tag ", tag);
-  }
-
-  void run_recv(const at::Tensor& t, int src, int tag) {
-    ShmMailbox& box = segment_->mailbox(src, rank_);
-    const auto deadline = Clock::now() + timeout_;
-    at::Tensor flat = t.contiguous().view({-1});
-    auto* data = static_cast<uint8_t*>(flat.data_ptr());
-    const uint64_t total = t.nbytes();
-    const ShmWatch watch{segment_.get(), src, &stopping_, [src] { return "rank " + std::to_string(src) + " to send"; }};
-    uint64_t off = 0;
-    do {
-      const uint32_t consumed = box.consumed.load();
-      shm_wait(box.posted, [&] { return box.posted.load() > consumed; }, watch, deadline);
-      if (box.total != total || box.tag != tag) {
-        const std::string error = "size mismatch: rank " + std::to_string(src) + " sent " + std::to_string(box.total) +
-                                  " bytes (nbytes) with tag " + std::to_string(box.tag) + ", rank " +
-                                  std::to_string(rank_) + " expects " + std::to_string(total) + " with tag " +
-                                  std::to_string(tag);
-        box.failed.store(1);
-        box.consumed.store(consumed + 1);
-        shm_wake(box.consumed);
-        TORCH_CHECK(false, "shm backend: ", error);
-      }
-      if (box.bytes > 0) std::memcpy(data + off, segment_->mail_data(src, rank_), box.bytes);
-      off += box.bytes;
-      box.consumed.store(consumed + 1, std::memory_order_release);
-      shm_wake(box.consumed);
-    } while (off < total);
-    if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
-  }
-
   std::unique_ptr<ShmSegment> segment_;
   std::chrono::milliseconds timeout_;
   std::atomic<bool> stopping_{false};
-  std::mutex issue_mutex_;  // callers' threads: guards issued_ and peers_
+  std::mutex issue_mutex_;  // callers' threads: guards issued_
   int64_t issued_ = 0;
   // The collective lane's own state.
   uint32_t phases_ = 0;
   Clock::time_point deadline_;
-  std::map<std::pair<bool, int>, std::unique_ptr<Lane>> peers_;  // (sending, peer): send/recv lanes
-  std::unique_ptr<Lane> collectives_ = std::make_unique<Lane>();   // last: its thread starts after the rest
+  std::unique_ptr<ShmMail> mail_ = std::make_unique<ShmMail>(*segment_, rank_, timeout_, stopping_);
+  std::unique_ptr<Lane> collectives_ = std::make_unique<Lane>();  // last: its thread starts after the rest
 };
 
 }  // namespace

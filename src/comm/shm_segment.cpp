@@ -130,10 +130,10 @@ void shm_wake(std::atomic<uint32_t>& word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
-              std::chrono::steady_clock::time_point deadline) {
+bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
+                    std::chrono::steady_clock::time_point deadline) {
   for (int i = 0; i < kSpins; ++i) {
-    if (ready()) return;
+    if (ready()) return true;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
@@ -141,7 +141,7 @@ void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, c
   ShmSlot& peer = watch.segment->slot(watch.peer);
   while (true) {
     const uint32_t seen = word.load(std::memory_order_acquire);
-    if (ready()) return;
+    if (ready()) return true;
     if (watch.stopping->load()) C10_THROW_ERROR(DistBackendError, "shm backend: the group was closed on this rank");
     if (peer.left.load()) {
       C10_THROW_ERROR(DistBackendError, "shm backend: rank " + std::to_string(watch.peer) +
@@ -154,15 +154,20 @@ void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, c
                                             ") exited: connection closed by peer, waiting for " + watch.what());
     }
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      C10_THROW_ERROR(DistBackendError, "shm backend: timed out waiting for " + watch.what());
-    }
+    if (now >= deadline) return false;
     const auto slice = std::min<std::chrono::steady_clock::duration>(deadline - now, kSleepSlice);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
     struct timespec relative {
       static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)
     };
     ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &relative, nullptr, 0);
+  }
+}
+
+void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
+              std::chrono::steady_clock::time_point deadline) {
+  if (!shm_wait_until(word, ready, watch, deadline)) {
+    C10_THROW_ERROR(DistBackendError, "shm backend: timed out waiting for " + watch.what());
   }
 }
 

@@ -31,7 +31,6 @@ struct alignas(64) ShmSlot {
 struct alignas(64) ShmMailbox {
   std::atomic<uint32_t> posted;    // pieces the sender wrote (futex word)
   std::atomic<uint32_t> consumed;  // pieces the receiver read (futex word)
-  std::atomic<uint32_t> failed;    // 1: the receiver refused the message
   int32_t tag;
   uint64_t total;                  // the message's bytes
   uint64_t bytes;                  // this piece's bytes
@@ -75,5 +74,9 @@ struct ShmWatch {
 // "timed out", or "connection closed by peer" when the peer left or exited.
 void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
               std::chrono::steady_clock::time_point deadline);
+
+// The same, but returns false at `deadline` instead of throwing.
+bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
+                    std::chrono::steady_clock::time_point deadline);
 
 }  // namespace paisoar::comm::detail
