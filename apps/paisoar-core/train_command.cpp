@@ -55,7 +55,9 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   }
   // The edge: the environment is read here, once, and passed down.
   const comm::EnvMap env = comm::process_env();
-  auto comm = comm::Communicator::from_env();
+  comm::CommOptions comm_options;
+  comm_options.backend = comm::backend_named(config.distributed.backend, "distributed.backend");
+  auto comm = comm::Communicator::from_env(comm_options);
   train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
   train::TrainTask task = train::make_task(config, trainer.tensor_group());
   // Test-only: PAISOAR_TEST_FAULT=train.step:<k> kills the rank after step k

@@ -12,6 +12,7 @@
 #include "src/comm/backend.h"
 #include "src/comm/bind_address.h"
 #include "src/comm/group_state.h"
+#include "src/comm/host_identity.h"
 #include "src/comm/store_impl.h"
 #include "src/comm/work_impl.h"
 
@@ -49,7 +50,18 @@ void GroupState::form_cpu_group() {
   switch (options.backend) {
     case Backend::Threads: cpu = make_thread_group(store, rank, size, options.timeout); return;
     case Backend::Shm: cpu = make_shm_group(store, rank, size, options.timeout); return;
-    default: break;  // Auto stays on Gloo until Shm matches receives by tag (docs/COMM.md)
+    case Backend::Auto:
+      if (size > 1 && ranks_share_memory(store, rank, size)) {
+        try {
+          cpu = make_shm_group(store, rank, size, options.timeout);
+          return;
+        } catch (const c10::Error& e) {  // agreed by every rank (ShmSegment)
+          TORCH_WARN("paisoar: group '", name, "' uses Gloo: its ranks share a host but not shared memory (",
+                     e.what_without_backtrace(), ")");
+        }
+      }
+      break;
+    default: break;
   }
   cpu = make_gloo_group(c10d_store, rank, size, options.timeout, gloo_device);
 }

@@ -182,17 +182,7 @@ CommOptions comm_options_from_env(const EnvMap& env, CommOptions options) {
   if (find(env, "PAISOAR_SEGMENT_BYTES")) options.segment_bytes = parse_int(env, "PAISOAR_SEGMENT_BYTES");
   if (const std::string* ifname = find(env, "GLOO_SOCKET_IFNAME")) options.socket_ifname = *ifname;
   if (const std::string* name = find(env, "PAISOAR_COMM_BACKEND")) {
-    bool known = false;
-    for (Backend b : {Backend::Auto, Backend::Gloo, Backend::Nccl, Backend::Shm}) {
-      if (*name == to_string(b)) {
-        options.backend = b;
-        known = true;
-      }
-    }
-    if (!known) {
-      C10_THROW_ERROR(ValueError, "PAISOAR_COMM_BACKEND=" + *name +
-                                      " is not a backend: use auto, gloo, nccl or shm (or unset it)");
-    }
+    options.backend = backend_named(*name, "PAISOAR_COMM_BACKEND");
   }
   return options;
 }

@@ -45,7 +45,8 @@ struct GroupState {
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
-  // Forms `cpu` over `store` (Gloo over gloo_device, or in-process); collective.
+  // Forms `cpu` over `store` (Gloo over gloo_device, shared memory, or in-process;
+  // Auto takes shared memory when ranks_share_memory); collective.
   void form_cpu_group();
   // Whether `group` is this group's NCCL backend (native reduce-scatter,
   // allgather into one tensor, AVG and bf16 reductions).

@@ -77,6 +77,9 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
   s.bind("amp.fp32_modules", &c.amp.fp32_modules, "model regions pinned to fp32 (glob patterns)");
   s.bind("amp.low_modules", &c.amp.low_modules, "model regions pinned to the low precision");
+  s.bind("distributed.backend", &c.distributed.backend,
+         "auto: shared memory between ranks on one host, else Gloo (PAISOAR_COMM_BACKEND overrides)",
+         {"auto", "shm", "gloo", "nccl"});
   s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "");
   s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",
          {"none", "fp16", "bf16", "int8", "powersgd"});

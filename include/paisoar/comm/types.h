@@ -12,19 +12,23 @@ namespace paisoar::comm {
 
 enum class ReduceOp { Sum, Avg, Min, Max, Product };
 
-// Auto: Gloo for CPU tensors; NCCL for CUDA tensors in a CUDA build.
+// Auto: for CPU tensors, Shm when every rank of the group shares this host's
+// memory (same host, same /dev/shm, same user; checked through the store),
+// else Gloo; NCCL for CUDA tensors in a CUDA build.
 // Threads: every rank is a thread of this process over an in-process store
 // (Store::hash()); collectives read and write the ranks' tensors directly, on
 // any device, with no sockets: for logic tests and single-process multi-rank
 // runs. Results are exact and summed in rank order.
 // Shm: the ranks are on one host (processes or threads) and exchange CPU
 // tensors through a /dev/shm segment per group (src/comm/backend_shm.cpp),
-// with no sockets on the data path. Not chosen by Auto yet: its receives are
-// matched in order per peer, so the pipeline's tagged links do not run on it.
+// with no sockets on the data path.
 enum class Backend { Auto, Gloo, Nccl, Threads, Shm };
 
 const char* to_string(ReduceOp op);
 const char* to_string(Backend backend);
+// The backend a user may name (auto, gloo, nccl, shm); throws c10::ValueError
+// naming `what` (the setting it came from) and the choices otherwise.
+Backend backend_named(const std::string& name, const std::string& what);
 
 struct CommOptions {
   Backend backend = Backend::Auto;

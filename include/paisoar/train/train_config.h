@@ -84,6 +84,10 @@ struct AmpConfig {
 };
 
 struct DistributedConfig {
+  // What carries CPU tensors between ranks: auto (shared memory when every
+  // rank is on this host, else Gloo), shm, gloo, or nccl. PAISOAR_COMM_BACKEND
+  // overrides it.
+  std::string backend = "auto";
   double bucket_cap_mb = 25.0;
   std::string compression = "none";  // none, fp16, bf16, int8, powersgd
   bool overlap = true;
