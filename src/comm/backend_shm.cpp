@@ -2,10 +2,12 @@
 // through a ShmSegment instead of sockets. Collectives run in issue order on
 // one worker thread per group, in lockstep phases (every rank posts a phase
 // number on its slot and waits for the others'), a piece of at most
-// kShmSlotBytes per rank at a time: allreduce reduce-scatters the piece (each
-// rank reduces its share over all slots, in rank order, so every rank's
-// result is identical) and gathers it back. send and recv go through
-// ShmMail (shm_mail.h), matched by tag. CPU tensors only.
+// kShmSlotBytes per rank at a time, in one of two buffers by turns, so a rank
+// may write the next piece while others still read this one. allreduce
+// takes two phases per piece: it reduce-scatters the piece (each rank
+// reduces its share over all slots, in rank order, so every rank's result is
+// identical) and gathers it back; broadcast, allgather and barrier one. send
+// and recv go through ShmMail (shm_mail.h), matched by tag. CPU tensors only.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -72,7 +74,7 @@ class ShmBackend : public ::c10d::Backend {
     return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
   }
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& /*opts*/) override {
-    return collective("barrier", at::empty({0}), "", [this](const std::string& what) { phase(what); });
+    return collective("barrier", at::empty({0}), "", [this](const std::string& what) { phase(what, next_step()); });
   }
   c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
     at::Tensor t = single(tensors, "send");
@@ -99,8 +101,9 @@ class ShmBackend : public ::c10d::Backend {
                 " is not another rank of this group of ", size_);
   }
 
-  // Queues `body` on the collective lane; its first phase checks that every
-  // rank issued the same collective.
+  // Queues `body` on the collective lane. Its signature is checked at its
+  // first phase: every rank compares every rank's, so a mismatch fails the
+  // collective on all of them at the same point.
   c10::intrusive_ptr<::c10d::Work> collective(const std::string& kind, const at::Tensor& t, const std::string& extra,
                                               std::function<void(const std::string&)> body) {
     std::lock_guard<std::mutex> lock(issue_mutex_);  // issue numbers in queue order
@@ -111,16 +114,25 @@ class ShmBackend : public ::c10d::Backend {
     collectives_->push([this, work, seq, signature, kind, body = std::move(body)] {
       run_to_finish(*work, [&] {
         deadline_ = Clock::now() + timeout_;
-        const std::string what = kind + " #" + std::to_string(seq);
-        agree(signature, what);
-        body(what);
+        char* mine = segment_->slot(rank_).signature[steps_ % 2];
+        std::strncpy(mine, signature.c_str(), sizeof(ShmSlot::signature[0]) - 1);
+        mine[sizeof(ShmSlot::signature[0]) - 1] = '\0';
+        unchecked_ = true;
+        body(kind + " #" + std::to_string(seq));
       });
     });
     return work;
   }
 
-  // One lockstep phase: post it, then wait until every rank has.
-  void phase(const std::string& what) {
+  // A step of a collective: the slot buffer it writes, alternating, so that
+  // no step writes what a slower rank may still read of the step before.
+  // (A rank reads a step's buffers before posting the next step's phase,
+  // and a writer of step s+2 has passed that phase.)
+  int next_step() { return static_cast<int>(steps_++ % 2); }
+
+  // One lockstep phase: post it, then wait until every rank has. The first
+  // of a collective also checks the signatures.
+  void phase(const std::string& what, int buffer) {
     const uint32_t n = ++phases_;
     ShmSlot& mine = segment_->slot(rank_);
     mine.phase.store(n, std::memory_order_release);
@@ -132,31 +144,34 @@ class ShmBackend : public ::c10d::Backend {
                ShmWatch{segment_.get(), r, &stopping_, [r, what] { return "rank " + std::to_string(r) + " to join " + what; }},
                deadline_);
     }
-  }
-
-  void agree(const std::string& signature, const std::string& what) {
-    ShmSlot& mine = segment_->slot(rank_);
-    std::strncpy(mine.signature, signature.c_str(), sizeof(mine.signature) - 1);
-    mine.signature[sizeof(mine.signature) - 1] = '\0';
-    phase(what);
-    std::string mismatch;
+    if (!unchecked_) return;
+    unchecked_ = false;
+    const std::string own = mine.signature[buffer];
     for (int r = 0; r < size_; ++r) {
-      const std::string theirs = segment_->slot(r).signature;
-      if (theirs != mine.signature && mismatch.empty()) {
-        mismatch = "size mismatch in " + what + ": rank " + std::to_string(r) + " issued " + theirs + ", rank " +
-                   std::to_string(rank_) + " issued " + signature;
-      }
+      const std::string theirs = segment_->slot(r).signature[buffer];
+      TORCH_CHECK(theirs == own, "shm backend: size mismatch in ", what, ": rank ", r, " issued ", theirs, ", rank ",
+                  rank_, " issued ", own);
     }
-    phase(what);  // every rank has read the signatures before any overwrites its own
-    TORCH_CHECK(mismatch.empty(), "shm backend: ", mismatch);
   }
 
-  // Runs `each(offset, count)` over `numel` elements in pieces that fit a slot.
-  static void pieces(int64_t numel, size_t element, const std::function<void(int64_t, int64_t)>& each) {
+  // Runs `each(offset, count, buffer)` over `numel` elements in pieces that
+  // fit a slot buffer, one step each; at least once (an empty tensor too).
+  void pieces(int64_t numel, size_t element, const std::function<void(int64_t, int64_t, int)>& each) {
     const auto per = static_cast<int64_t>(kShmSlotBytes / element);
-    for (int64_t off = 0; off < numel; off += per) each(off, std::min(per, numel - off));
+    int64_t off = 0;
+    do {
+      const int64_t count = std::min(per, numel - off);
+      each(off, count, next_step());
+      off += count;
+    } while (off < numel);
   }
 
+  at::Tensor slot_tensor(int rank, int buffer, int64_t count, at::ScalarType dtype) {
+    return bytes_of(segment_->slot_data(rank, buffer), count, dtype);
+  }
+
+  // Per piece: every rank writes it; each reduces its share of it over all
+  // ranks in rank order into its own buffer; each gathers the shares.
   void run_allreduce(const at::Tensor& t, const ::c10d::ReduceOp& reduce, const std::string& what) {
     if (reduce.op_ == ::c10d::ReduceOp::AVG) {
       TORCH_CHECK(at::isFloatingType(t.scalar_type()), "shm backend: AVG takes floating tensors, not ",
@@ -164,25 +179,22 @@ class ShmBackend : public ::c10d::Backend {
     }
     at::Tensor flat = t.contiguous().view({-1});
     const auto dtype = t.scalar_type();
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
       at::Tensor piece = flat.narrow(0, off, count);
-      std::memcpy(segment_->slot_data(rank_), piece.data_ptr(), count * t.element_size());
-      phase(what);
+      std::memcpy(segment_->slot_data(rank_, buffer), piece.data_ptr(), count * t.element_size());
+      phase(what, buffer);
       const int64_t begin = count * rank_ / size_, end = count * (rank_ + 1) / size_;
       if (end > begin) {
-        at::Tensor acc = bytes_of(segment_->slot_data(0), count, dtype).narrow(0, begin, end - begin).clone();
-        for (int r = 1; r < size_; ++r) {
-          combine_into(acc, bytes_of(segment_->slot_data(r), count, dtype).narrow(0, begin, end - begin), reduce,
-                       "shm");
-        }
-        bytes_of(segment_->slot_data(rank_), count, dtype).narrow(0, begin, end - begin).copy_(acc);
+        auto share = [&](int r) { return slot_tensor(r, buffer, count, dtype).narrow(0, begin, end - begin); };
+        at::Tensor acc = share(0).clone();
+        for (int r = 1; r < size_; ++r) combine_into(acc, share(r), reduce, "shm");
+        share(rank_).copy_(acc);
       }
-      phase(what);
+      phase(what, buffer);
       for (int r = 0; r < size_; ++r) {
         const int64_t b = count * r / size_, e = count * (r + 1) / size_;
-        if (e > b) piece.narrow(0, b, e - b).copy_(bytes_of(segment_->slot_data(r), count, dtype).narrow(0, b, e - b));
+        if (e > b) piece.narrow(0, b, e - b).copy_(slot_tensor(r, buffer, count, dtype).narrow(0, b, e - b));
       }
-      phase(what);
     });
     if (reduce.op_ == ::c10d::ReduceOp::AVG) flat.div_(size_);
     if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
@@ -191,12 +203,11 @@ class ShmBackend : public ::c10d::Backend {
   void run_broadcast(const at::Tensor& t, int root, const std::string& what) {
     TORCH_CHECK(root >= 0 && root < size_, "shm backend: broadcast root ", root, " is not a rank of ", size_);
     at::Tensor flat = t.contiguous().view({-1});
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
       at::Tensor piece = flat.narrow(0, off, count);
-      if (rank_ == root) std::memcpy(segment_->slot_data(root), piece.data_ptr(), count * t.element_size());
-      phase(what);
-      if (rank_ != root) std::memcpy(piece.data_ptr(), segment_->slot_data(root), count * t.element_size());
-      phase(what);
+      if (rank_ == root) std::memcpy(segment_->slot_data(root, buffer), piece.data_ptr(), count * t.element_size());
+      phase(what, buffer);
+      if (rank_ != root) std::memcpy(piece.data_ptr(), segment_->slot_data(root, buffer), count * t.element_size());
     });
     if (rank_ != root && (flat.data_ptr() != t.data_ptr() || !t.is_contiguous())) t.copy_(flat.view(t.sizes()));
   }
@@ -209,13 +220,12 @@ class ShmBackend : public ::c10d::Backend {
                   "shm backend: allgather outputs must match the input's ", t.numel(), " ", t.scalar_type());
       flats.push_back(o.contiguous().view({-1}));
     }
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count) {
-      std::memcpy(segment_->slot_data(rank_), flat.narrow(0, off, count).data_ptr(), count * t.element_size());
-      phase(what);
+    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
+      std::memcpy(segment_->slot_data(rank_, buffer), flat.narrow(0, off, count).data_ptr(), count * t.element_size());
+      phase(what, buffer);
       for (int r = 0; r < size_; ++r) {
-        std::memcpy(flats[r].narrow(0, off, count).data_ptr(), segment_->slot_data(r), count * t.element_size());
+        std::memcpy(flats[r].narrow(0, off, count).data_ptr(), segment_->slot_data(r, buffer), count * t.element_size());
       }
-      phase(what);
     });
     for (size_t r = 0; r < outs.size(); ++r) {
       if (flats[r].data_ptr() != outs[r].data_ptr() || !outs[r].is_contiguous()) {
@@ -231,6 +241,8 @@ class ShmBackend : public ::c10d::Backend {
   int64_t issued_ = 0;
   // The collective lane's own state.
   uint32_t phases_ = 0;
+  uint64_t steps_ = 0;
+  bool unchecked_ = false;  // the running collective's signature is still to be checked
   Clock::time_point deadline_;
   std::unique_ptr<ShmMail> mail_ = std::make_unique<ShmMail>(*segment_, rank_, timeout_, stopping_);
   std::unique_ptr<Lane> collectives_ = std::make_unique<Lane>();  // last: its thread starts after the rest

@@ -3,6 +3,7 @@
 // then FUTEX_WAIT (shared, not private: the waker may be another process) in
 // slices of at most 50 ms, so a peer that left or died is noticed.
 #include "src/comm/shm_segment.h"
+#include "src/comm/shm_names.h"
 
 #include <c10/util/Exception.h>
 
@@ -35,7 +36,7 @@ struct Layout {
     slots = 0;
     mailboxes = round_up(n * sizeof(ShmSlot), 4096);
     slot_data = mailboxes + round_up(n * n * sizeof(ShmMailbox), 4096);
-    mail_data = slot_data + n * kShmSlotBytes;
+    mail_data = slot_data + n * 2 * kShmSlotBytes;
     total = mail_data + n * n * kShmMailBytes;
   }
 };
@@ -43,72 +44,95 @@ struct Layout {
 std::string unique_name() {
   static std::atomic<uint64_t> counter{0};
   std::random_device random;
-  return "/paisoar-" + std::to_string(::getuid()) + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(counter++) + "-" + std::to_string(random());
+  return "/" + shm_segment_prefix(::getuid(), ::getpid()) + std::to_string(counter++) + "-" +
+         std::to_string(random());
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
 
 }  // namespace
 
+// Every step is agreed through the store, so the ranks either all hold the
+// segment or all throw the same reason (and Backend::Auto can fall back to
+// Gloo on every rank): rank 0 publishes the name or "!reason", each rank its
+// mapping ("1" or "!reason"), then rank 0 the verdict ("ok" or "!reason").
 ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::milliseconds timeout) : size_(size) {
   const Layout layout(size);
   bytes_ = layout.total;
+  auto refuse = [](const std::string& value) { return value.rfind('!', 0) == 0; };
   std::string name;
+  std::string failure;  // this rank's reason, empty when it holds the mapping
   int fd = -1;
   if (rank == 0) {
     name = unique_name();
     fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    TORCH_CHECK(fd >= 0, "shm backend: cannot create /dev/shm", name, ": ", errno_text(errno),
-                "; use backend gloo");
-    const int reserved = ::ftruncate(fd, static_cast<off_t>(bytes_)) == 0
-                             ? ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_))
-                             : errno;
-    if (reserved != 0) {
-      ::close(fd);
-      ::shm_unlink(name.c_str());
-      store.set("shm/name", "");  // the others give up too
-      TORCH_CHECK(false, "shm backend: /dev/shm has no room for ", bytes_, " bytes (", errno_text(reserved),
-                  "); free space there (df -h /dev/shm) or use backend gloo");
+    if (fd < 0) {
+      failure = "cannot create /dev/shm" + name + ": " + errno_text(errno);
+    } else {
+      const int reserved = ::ftruncate(fd, static_cast<off_t>(bytes_)) == 0
+                               ? ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_))
+                               : errno;
+      if (reserved != 0) {
+        failure = "/dev/shm has no room for " + std::to_string(bytes_) + " bytes (" + errno_text(reserved) +
+                  "); free space there (df -h /dev/shm)";
+        ::close(fd);
+        ::shm_unlink(name.c_str());
+        fd = -1;
+      }
     }
-    store.set("shm/name", name);
+    store.set("shm/name", failure.empty() ? name : "!" + failure);
+    TORCH_CHECK(failure.empty(), "shm backend: ", failure);
   } else {
     name = store.get("shm/name");
-    TORCH_CHECK(!name.empty(), "shm backend: rank 0 could not create the group's segment in /dev/shm");
+    TORCH_CHECK(!refuse(name), "shm backend: rank 0 could not make the group's segment: ", name.substr(1));
     fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-    TORCH_CHECK(fd >= 0, "shm backend: cannot open /dev/shm", name, " made by rank 0: ", errno_text(errno),
-                " (ranks of one shm group must run on one host as one user)");
-    struct stat st {};
-    TORCH_CHECK(::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == bytes_, "shm backend: /dev/shm",
-                name, " is not the size this group needs");
+    if (fd < 0) {
+      failure = "rank " + std::to_string(rank) + " cannot open /dev/shm" + name + " made by rank 0: " +
+                errno_text(errno) + " (the ranks of a shm group must run on one host as one user)";
+    } else {
+      struct stat st {};
+      if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes_) {
+        failure = "/dev/shm" + name + " is not the size this group needs";
+      }
+    }
   }
-  void* mapped = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int map_error = errno;
-  ::close(fd);
-  if (mapped == MAP_FAILED) {
-    if (rank == 0) ::shm_unlink(name.c_str());
-    TORCH_CHECK(false, "shm backend: cannot map /dev/shm", name, ": ", errno_text(map_error));
+  void* mapped = MAP_FAILED;
+  if (failure.empty()) {
+    mapped = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED) failure = "rank " + std::to_string(rank) + " cannot map /dev/shm" + name + ": " + errno_text(errno);
   }
-  base_ = static_cast<uint8_t*>(mapped);
-  slot(rank).pid = ::getpid();
-  store.set("shm/mapped/" + std::to_string(rank), "1");
+  if (fd >= 0) ::close(fd);
+  if (mapped != MAP_FAILED) {
+    base_ = static_cast<uint8_t*>(mapped);
+    slot(rank).pid = ::getpid();
+  }
+  store.set("shm/mapped/" + std::to_string(rank), failure.empty() ? "1" : "!" + failure);
+  std::string verdict;
   if (rank == 0) {
     std::vector<std::string> keys;
     for (int r = 0; r < size; ++r) keys.push_back("shm/mapped/" + std::to_string(r));
     try {
       store.wait(keys, timeout);
-    } catch (...) {
-      ::shm_unlink(name.c_str());
-      ::munmap(base_, bytes_);
-      throw;
+      for (const auto& key : keys) {
+        const std::string mapped_by = store.get(key);
+        if (refuse(mapped_by) && verdict.empty()) verdict = mapped_by;
+      }
+    } catch (const std::exception& e) {
+      verdict = std::string("!not every rank mapped the segment in time: ") + e.what();
     }
-    ::shm_unlink(name.c_str());  // every rank holds its mapping: the name is no longer needed
+    ::shm_unlink(name.c_str());  // mapped by all (or given up): the name is no longer needed
+    store.set("shm/ready", verdict.empty() ? "ok" : verdict);
+  } else {
+    verdict = store.get("shm/ready");
+    if (verdict == "ok") verdict.clear();
   }
+  if (!verdict.empty() && base_ != nullptr) {
+    ::munmap(base_, bytes_);
+    base_ = nullptr;
+  }
+  TORCH_CHECK(failure.empty(), "shm backend: ", failure);
+  TORCH_CHECK(verdict.empty(), "shm backend: ", verdict.substr(1));
 }
-
-// A rank that cannot open or map the segment never sets its key, and rank 0
-// fails at the store's timeout; so that is only for a broken host, while the
-// common failure (no room) is agreed at once through an empty name.
 
 ShmSegment::~ShmSegment() {
   if (base_ != nullptr) ::munmap(base_, bytes_);
@@ -116,7 +140,9 @@ ShmSegment::~ShmSegment() {
 
 ShmSlot& ShmSegment::slot(int rank) { return reinterpret_cast<ShmSlot*>(base_ + Layout(size_).slots)[rank]; }
 
-uint8_t* ShmSegment::slot_data(int rank) { return base_ + Layout(size_).slot_data + rank * kShmSlotBytes; }
+uint8_t* ShmSegment::slot_data(int rank, int buffer) {
+  return base_ + Layout(size_).slot_data + (rank * 2 + buffer) * kShmSlotBytes;
+}
 
 ShmMailbox& ShmSegment::mailbox(int src, int dst) {
   return reinterpret_cast<ShmMailbox*>(base_ + Layout(size_).mailboxes)[src * size_ + dst];

@@ -17,7 +17,8 @@
 
 namespace paisoar::comm::detail {
 
-// Bytes of a rank's slot and of a mailbox: larger messages go in pieces.
+// Bytes of a rank's slot buffer (it has two, used by alternate steps) and of
+// a mailbox: larger messages go in pieces.
 inline constexpr size_t kShmSlotBytes = size_t{1} << 20;
 inline constexpr size_t kShmMailBytes = size_t{256} << 10;
 
@@ -25,7 +26,7 @@ struct alignas(64) ShmSlot {
   std::atomic<uint32_t> phase;  // phases this rank has reached (futex word)
   std::atomic<uint32_t> left;   // 1: the rank's backend is gone
   int32_t pid;
-  char signature[116];          // the current collective's, checked across ranks
+  char signature[2][116];       // a collective's, checked across ranks (by step parity)
 };
 
 struct alignas(64) ShmMailbox {
@@ -47,7 +48,7 @@ class ShmSegment {
 
   int size() const { return size_; }
   ShmSlot& slot(int rank);
-  uint8_t* slot_data(int rank);
+  uint8_t* slot_data(int rank, int buffer);
   ShmMailbox& mailbox(int src, int dst);
   uint8_t* mail_data(int src, int dst);
 
