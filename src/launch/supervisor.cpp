@@ -21,6 +21,7 @@
 #include "launch/output_relay.h"
 #include "launch/rank_error_file.h"
 #include "launch/rendezvous/store_client.h"
+#include "launch/shm_leftovers.h"
 
 namespace paisoar::launch {
 namespace {
@@ -290,6 +291,10 @@ void GroupRun::reap() {
     if (r == 0 || (r < 0 && errno == EINTR)) continue;
     rank.reaped = true;
     if (r < 0) continue;  // ECHILD: nothing left to learn about it
+    if (const int left = remove_shm_leftovers(rank.pid); left > 0) {
+      message("removed " + std::to_string(left) + " shared-memory segment(s) left in /dev/shm by rank " +
+              std::to_string(rank.spec->global_rank) + " (pid " + std::to_string(rank.pid) + ")");
+    }
     drain(rank);
     ExitStatus exit = ExitStatus::from_wait_status(status);
     if (exit.success() || decided_) continue;

@@ -4,6 +4,7 @@
 // --max_restarts allows.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -113,6 +114,21 @@ TEST(LaunchFailure, MissingProgramIsReported) {
   EXPECT_EQ(r.exit_code, 127) << r.err;
   EXPECT_NE(r.err.find("cannot start '/nonexistent/program'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("restarting"), std::string::npos) << r.err;
+}
+
+TEST(LaunchFailure, AKilledRanksSharedMemorySegmentIsRemoved) {
+  // The rank makes a file named as Backend::Shm names its segments (the name
+  // has the rank's pid, $$ of the shell the launcher runs), then dies by
+  // SIGKILL before it could unlink it.
+  const std::string uid = std::to_string(::getuid());
+  RunResult r = run_paisoar({"launch", "--nproc_per_node", "1", "--master_port", "0", "--", "sh", "-c",
+                             "f=/dev/shm/paisoar-" + uid + "-$$-0-7; : > $f; echo $f; kill -9 $$"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::size_t at = r.out.find("/dev/shm/paisoar-" + uid + "-");  // after the "[rank0]: " prefix
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string made = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_FALSE(std::filesystem::exists(made)) << made << " is still there";
+  EXPECT_NE(r.err.find("removed 1 shared-memory segment(s) left in /dev/shm by rank 0"), std::string::npos) << r.err;
 }
 
 }  // namespace
