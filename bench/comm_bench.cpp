@@ -1,12 +1,19 @@
 // `paisoar bench comm`: bus bandwidth of paisoar's allreduce, reduce_scatter and
 // allgather next to raw c10d Gloo on the same ranks in the same run, 4 KiB to
 // 256 MiB. Runs of ours and the peer alternate per size to share the noise.
+// paisoar runs on what Backend::Auto chose (shared memory for ranks on one
+// host; PAISOAR_COMM_BACKEND=gloo forces Gloo). Each size also measures this
+// machine's limit: a memcpy of the tensor on every rank at once; an
+// allreduce cannot take less than two of those (its input into memory the
+// others can read, the result back into the tensor).
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +44,24 @@ struct CommRow {
   std::string op;
   double ours_s, raw_s;
   double ours_busbw, raw_busbw;  // GB/s
+  double limit_s;                // allreduce rows: 2 memcpys of the tensor; else 0
 };
+
+// Median seconds of one memcpy of `bytes`, every rank copying at once.
+double memcpy_seconds(int64_t bytes, int iters, int repeats, const std::function<void()>& barrier) {
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    barrier();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+      std::memcpy(to.data(), from.data(), bytes);
+      asm volatile("" : : "r"(to.data()) : "memory");  // the copy is not optimised away
+    }
+    samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iters);
+  }
+  return bench::median(std::move(samples));
+}
 
 int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
   relaunch_unless_launched(o.nproc, argc, argv);
@@ -64,11 +88,13 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
 
     const double algo = static_cast<double>(numel) * 4;
     const double ar_factor = 2.0 * (n - 1) / n, gather_factor = static_cast<double>(n - 1) / n;
+    double limit_s = 0;  // set for the allreduce rows
     auto add = [&](const char* op, double bytes_moved, double factor, auto ours, auto peer) {
       auto [t_ours, t_raw] = measure_pair(iters, o.repeats, ours, peer, barrier);
       rows.push_back({bytes, op, t_ours, t_raw, bytes_moved / t_ours * factor / 1e9,
-                      bytes_moved / t_raw * factor / 1e9});
+                      bytes_moved / t_raw * factor / 1e9, limit_s});
     };
+    limit_s = 2 * memcpy_seconds(numel * 4, iters, o.repeats, barrier);
     add("allreduce", algo, ar_factor, [&] { comm->allreduce(ours_t).wait(); },
         [&] { raw.allreduce(raw_t); });
     // AVG: ours is Gloo's SUM and one division in wait(); the peer Gloo 2.x's own AVG.
@@ -77,8 +103,10 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     // bf16: ours sums in fp32 (one rounding at the end, twice the bytes on the
     // wire); the peer Gloo 2.x's native bf16 sum (half the bytes, a rounding per hop).
     auto ours_bf = torch::ones({numel}, torch::kBFloat16), raw_bf = torch::ones({numel}, torch::kBFloat16);
+    limit_s = 2 * memcpy_seconds(numel * 2, iters, o.repeats, barrier);
     add("allreduce_bf16", algo / 2, ar_factor, [&] { comm->allreduce(ours_bf).wait(); },
         [&] { raw.allreduce(raw_bf); });
+    limit_s = 0;
     // reduce_scatter: ours a pairwise exchange reduced as segments arrive; the
     // peer Gloo 2.x's _reduce_scatter_base (an allreduce, then a copy).
     auto shard = torch::empty({numel / n});
@@ -102,19 +130,27 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
   }
 
   if (rank == 0) {
-    std::printf("paisoar bench comm: %d ranks, Gloo over %s (LibTorch %s); bus bandwidth GB/s "
-                "(nccl-tests convention), median of %d; the peer is c10d's Gloo called directly, "
-                "with its own AVG, bf16, reduce-scatter and allgather-into-tensor\n",
-                n, info.master_addr.c_str(), TORCH_VERSION, o.repeats);
-    std::printf("%10s %-15s %10s %10s %8s\n", "bytes", "op", "paisoar", "raw gloo", "speedup");
-    nlohmann::json out = {{"world_size", n}, {"libtorch", TORCH_VERSION}, {"rows", nlohmann::json::array()}};
+    const std::string backend = comm->backend_name();
+    std::printf("paisoar bench comm: %d ranks; paisoar on %s, the peer c10d's Gloo called directly over %s, "
+                "with its own AVG, bf16, reduce-scatter and allgather-into-tensor (LibTorch %s); "
+                "bus bandwidth GB/s (nccl-tests convention) and microseconds, median of %d; limit: 2 memcpys "
+                "of the tensor on every rank at once\n",
+                n, backend.c_str(), info.master_addr.c_str(), TORCH_VERSION, o.repeats);
+    std::printf("%10s %-15s %9s %9s %11s %11s %8s %11s %8s\n", "bytes", "op", "paisoar", "raw gloo", "paisoar us",
+                "gloo us", "speedup", "limit us", "x limit");
+    nlohmann::json out = {{"world_size", n}, {"libtorch", TORCH_VERSION}, {"paisoar_backend", backend},
+                          {"rows", nlohmann::json::array()}};
     for (const auto& r : rows) {
       const double speedup = r.raw_s / r.ours_s;  // > 1: paisoar is faster
-      std::printf("%10lld %-15s %10.3f %10.3f %8.2f\n", static_cast<long long>(r.bytes), r.op.c_str(),
-                  r.ours_busbw, r.raw_busbw, speedup);
-      out["rows"].push_back({{"bytes", r.bytes}, {"op", r.op}, {"paisoar_s", r.ours_s},
-                             {"raw_gloo_s", r.raw_s}, {"paisoar_busbw_gbps", r.ours_busbw},
-                             {"raw_gloo_busbw_gbps", r.raw_busbw}, {"speedup", speedup}});
+      std::printf("%10lld %-15s %9.3f %9.3f %11.1f %11.1f %8.2f", static_cast<long long>(r.bytes), r.op.c_str(),
+                  r.ours_busbw, r.raw_busbw, r.ours_s * 1e6, r.raw_s * 1e6, speedup);
+      if (r.limit_s > 0) std::printf(" %11.1f %8.2f", r.limit_s * 1e6, r.ours_s / r.limit_s);
+      std::printf("\n");
+      nlohmann::json row = {{"bytes", r.bytes}, {"op", r.op}, {"paisoar_s", r.ours_s},
+                            {"raw_gloo_s", r.raw_s}, {"paisoar_busbw_gbps", r.ours_busbw},
+                            {"raw_gloo_busbw_gbps", r.raw_busbw}, {"speedup", speedup}};
+      if (r.limit_s > 0) row["memcpy_limit_s"] = r.limit_s;
+      out["rows"].push_back(row);
     }
     std::ofstream(o.json) << out.dump(2) << "\n";
     std::printf("wrote %s\n", o.json.c_str());
