@@ -1,6 +1,7 @@
 // `paisoar bench comm`: bus bandwidth of paisoar's allreduce, reduce_scatter and
 // allgather next to raw c10d Gloo on the same ranks in the same run, 4 KiB to
-// 256 MiB. Runs of ours and the peer alternate per size to share the noise.
+// 256 MiB. Blocks of calls of ours and of the peer alternate per size to
+// share the noise.
 // paisoar runs on what Backend::Auto chose (shared memory for ranks on one
 // host; PAISOAR_COMM_BACKEND=gloo forces Gloo). Each size also measures this
 // machine's limit: a memcpy of the tensor on every rank at once; an
@@ -89,8 +90,18 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     const double algo = static_cast<double>(numel) * 4;
     const double ar_factor = 2.0 * (n - 1) / n, gather_factor = static_cast<double>(n - 1) / n;
     double limit_s = 0;  // set for the allreduce rows
+    // Blocks of `iters` calls alternate, not single calls: a call that
+    // follows the other implementation's starts with the ranks as far apart
+    // as that one left them, and per-call alternation charged the faster
+    // implementation with the slower one's skew on every call.
     auto add = [&](const char* op, double bytes_moved, double factor, auto ours, auto peer) {
-      auto [t_ours, t_raw] = measure_pair(iters, o.repeats, ours, peer, barrier);
+      auto block = [&](auto& call) {
+        return [&] {
+          for (int i = 0; i < iters; ++i) call();
+        };
+      };
+      auto [block_ours, block_raw] = measure_pair(1, o.repeats, block(ours), block(peer), barrier);
+      const double t_ours = block_ours / iters, t_raw = block_raw / iters;
       rows.push_back({bytes, op, t_ours, t_raw, bytes_moved / t_ours * factor / 1e9,
                       bytes_moved / t_raw * factor / 1e9, limit_s});
     };
