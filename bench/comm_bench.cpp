@@ -4,9 +4,9 @@
 // share the noise.
 // paisoar runs on what Backend::Auto chose (shared memory for ranks on one
 // host; PAISOAR_COMM_BACKEND=gloo forces Gloo). Each size also measures this
-// machine's limit: a memcpy of the tensor on every rank at once; an
-// allreduce cannot take less than two of those (its input into memory the
-// others can read, the result back into the tensor).
+// machine's limit: a memcpy of the tensor on every rank at once. An
+// allreduce cannot take less: every rank must read the others' data and
+// write the whole result into its tensor, at least a copy's worth of traffic.
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -45,7 +45,7 @@ struct CommRow {
   std::string op;
   double ours_s, raw_s;
   double ours_busbw, raw_busbw;  // GB/s
-  double limit_s;                // allreduce rows: 2 memcpys of the tensor; else 0
+  double limit_s;                // allreduce rows: a memcpy of the tensor, every rank at once; else 0
 };
 
 // Median seconds of one memcpy of `bytes`, every rank copying at once.
@@ -105,7 +105,7 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
       rows.push_back({bytes, op, t_ours, t_raw, bytes_moved / t_ours * factor / 1e9,
                       bytes_moved / t_raw * factor / 1e9, limit_s});
     };
-    limit_s = 2 * memcpy_seconds(numel * 4, iters, o.repeats, barrier);
+    limit_s = memcpy_seconds(numel * 4, iters, o.repeats, barrier);
     add("allreduce", algo, ar_factor, [&] { comm->allreduce(ours_t).wait(); },
         [&] { raw.allreduce(raw_t); });
     // AVG: ours is Gloo's SUM and one division in wait(); the peer Gloo 2.x's own AVG.
@@ -114,7 +114,7 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     // bf16: ours sums in fp32 (one rounding at the end, twice the bytes on the
     // wire); the peer Gloo 2.x's native bf16 sum (half the bytes, a rounding per hop).
     auto ours_bf = torch::ones({numel}, torch::kBFloat16), raw_bf = torch::ones({numel}, torch::kBFloat16);
-    limit_s = 2 * memcpy_seconds(numel * 2, iters, o.repeats, barrier);
+    limit_s = memcpy_seconds(numel * 2, iters, o.repeats, barrier);
     add("allreduce_bf16", algo / 2, ar_factor, [&] { comm->allreduce(ours_bf).wait(); },
         [&] { raw.allreduce(raw_bf); });
     limit_s = 0;
@@ -144,7 +144,7 @@ int run_comm_bench(const CommBenchOptions& o, int argc, char** argv) {
     const std::string backend = comm->backend_name();
     std::printf("paisoar bench comm: %d ranks; paisoar on %s, the peer c10d's Gloo called directly over %s, "
                 "with its own AVG, bf16, reduce-scatter and allgather-into-tensor (LibTorch %s); "
-                "bus bandwidth GB/s (nccl-tests convention) and microseconds, median of %d; limit: 2 memcpys "
+                "bus bandwidth GB/s (nccl-tests convention) and microseconds, median of %d; limit: a memcpy "
                 "of the tensor on every rank at once\n",
                 n, backend.c_str(), info.master_addr.c_str(), TORCH_VERSION, o.repeats);
     std::printf("%10s %-15s %9s %9s %11s %11s %8s %11s %8s\n", "bytes", "op", "paisoar", "raw gloo", "paisoar us",

@@ -1,7 +1,9 @@
 // `paisoar bench ddp`: our DDP against the naive C++ loop, against itself
 // without overlap, against PyTorch's DistributedDataParallel (Python, Gloo),
 // with each compression hook, and 2-rank vs 1-rank throughput, for the small
-// Fashion-MNIST CNN and ResNet-18, all in one run. Each configuration runs in
+// Fashion-MNIST CNN and ResNet-18, all in one run. Our variants run on what
+// Backend::Auto chooses (shared memory on one host); "ddp on gloo" is ours
+// again with PAISOAR_COMM_BACKEND=gloo. Each configuration runs in
 // fresh processes under `paisoar launch`; ours and PyTorch's take turns, round
 // after round, and the medians over rounds are reported.
 #include <unistd.h>
@@ -99,6 +101,17 @@ nlohmann::json bench_model(const DdpBenchOptions& o, const std::string& model,
     collect(run(launched(o, o.nproc, worker(kOurVariants)), "our " + model + " workers"), n,
             samples, last);
     collect(run(worker({"local"}), "our 1-rank " + model + " worker"), "@1", samples, last);
+    // Ours again with Gloo carrying the gradients (the default before shared
+    // memory), to show what the backend alone changes.
+    {
+      const char* before = std::getenv("PAISOAR_COMM_BACKEND");
+      const std::string saved = before ? before : "";
+      ::setenv("PAISOAR_COMM_BACKEND", "gloo", 1);
+      const nlohmann::json on_gloo = run(launched(o, o.nproc, worker({"ddp"})), "our " + model + " workers on Gloo");
+      if (before) ::setenv("PAISOAR_COMM_BACKEND", saved.c_str(), 1);
+      else ::unsetenv("PAISOAR_COMM_BACKEND");
+      collect({{"ddp-gloo", on_gloo["ddp"]}}, n, samples, last);
+    }
     if (peer.ok()) {
       collect(run(launched(o, o.nproc, python(false)), "PyTorch DDP " + model), n, samples, last);
       collect(run(python(true), "PyTorch 1-rank " + model), "@1", samples, last);
@@ -133,6 +146,11 @@ void print_model(const std::string& model, const nlohmann::json& rows, const Ddp
                 bytes > 0 && v != "naive"
                     ? (std::to_string(none_bytes / bytes).substr(0, 5) + "x").c_str()
                     : "-");
+  }
+  if (rows.contains("ddp-gloo" + n)) {
+    std::printf("  %-12s %9.2f %8.2fx %10s %12.2f\n", "ddp on gloo", ms("ddp-gloo" + n), naive / ms("ddp-gloo" + n),
+                torch_ddp > 0 ? (std::to_string(ms("ddp-gloo" + n) / torch_ddp).substr(0, 4) + "x").c_str() : "-",
+                rows["ddp-gloo" + n]["exposed_comm_ms"].get<double>());
   }
   if (torch_ddp > 0) std::printf("  %-12s %9.2f\n", "torch DDP", torch_ddp);
   const double ours_eff = ms("local@1") / ddp;

@@ -27,6 +27,7 @@ struct PipelineBenchOptions {
   std::vector<int> micro_batches = {1, 2, 4, 8, 16};
   double forward_ms = 4;  // bubble: per stage and micro-batch; backward is twice this
   int steps = 5;          // bubble: timed steps per (P, schedule, M), median kept
+  std::vector<std::string> backends = {"gloo", "shm"};  // bubble: what the stage links run over
   int memory_micro_batches = 8;
   int64_t memory_width = 512, memory_rows = 256;
   int small_layers = 7;
@@ -38,22 +39,29 @@ struct PipelineBenchOptions {
 nlohmann::json bubble_report(const PipelineBenchOptions& o) {
   std::printf("bubble: one sleeping layer per stage (forward %.1f ms, backward %.1f ms), median of %d steps\n",
               o.forward_ms, 2 * o.forward_ms, o.steps);
-  std::printf("%3s %-6s %4s %9s %9s %8s %10s %10s\n", "P", "sched", "M", "formula", "measured", "gap", "step_ms",
-              "ideal_ms");
+  std::printf("%-8s %3s %-6s %4s %9s %9s %8s %10s %10s\n", "backend", "P", "sched", "M", "formula", "measured", "gap",
+              "step_ms", "ideal_ms");
   nlohmann::json rows = nlohmann::json::array();
-  int met = 0, total = 0;
-  for (const auto& r : run_bubble(o.stages, o.micro_batches, o.forward_ms, o.steps)) {
-    const double gap = relative_gap(r.measured, r.formula);
-    met += gap <= 0.10;
-    ++total;
-    std::printf("%3d %-6s %4d %9.3f %9.3f %7.0f%% %10.1f %10.1f\n", r.stages, pipeline::to_string(r.schedule),
-                r.micro_batches, r.formula, r.measured, gap * 100, r.step_ms, r.ideal_step_ms);
-    rows.push_back({{"stages", r.stages}, {"schedule", pipeline::to_string(r.schedule)},
-                    {"micro_batches", r.micro_batches}, {"formula", r.formula}, {"measured", r.measured},
-                    {"relative_gap", gap}, {"step_ms", r.step_ms}, {"ideal_step_ms", r.ideal_step_ms}});
+  nlohmann::json met_by_backend = nlohmann::json::object();
+  for (const std::string& name : o.backends) {
+    int met = 0, total = 0;
+    const comm::Backend backend = name == "threads" ? comm::Backend::Threads : comm::backend_named(name, "--backends");
+    for (const auto& r : run_bubble(o.stages, o.micro_batches, o.forward_ms, o.steps, backend)) {
+      const double gap = relative_gap(r.measured, r.formula);
+      met += gap <= 0.10;
+      ++total;
+      std::printf("%-8s %3d %-6s %4d %9.3f %9.3f %7.0f%% %10.1f %10.1f\n", name.c_str(), r.stages,
+                  pipeline::to_string(r.schedule), r.micro_batches, r.formula, r.measured, gap * 100, r.step_ms,
+                  r.ideal_step_ms);
+      rows.push_back({{"backend", name}, {"stages", r.stages}, {"schedule", pipeline::to_string(r.schedule)},
+                      {"micro_batches", r.micro_batches}, {"formula", r.formula}, {"measured", r.measured},
+                      {"relative_gap", gap}, {"step_ms", r.step_ms}, {"ideal_step_ms", r.ideal_step_ms}});
+    }
+    std::printf("%s: bubble within 10%% of the formula (relative): %d of %d rows\n", name.c_str(), met, total);
+    met_by_backend[name] = met;
   }
-  std::printf("bubble within 10%% of the formula (relative): %d of %d rows\n\n", met, total);
-  return {{"forward_ms", o.forward_ms}, {"steps", o.steps}, {"rows", rows}, {"rows_within_10pct", met}};
+  std::printf("\n");
+  return {{"forward_ms", o.forward_ms}, {"steps", o.steps}, {"rows", rows}, {"rows_within_10pct", met_by_backend}};
 }
 
 nlohmann::json memory_row(const MemoryRow& row) {
@@ -156,6 +164,8 @@ Command add_bench_pipeline_command(CLI::App& bench) {
   cmd->add_option("--forward-ms", o->forward_ms, "bubble: forward sleep per stage and micro-batch")
       ->check(CLI::Range(0.1, 1000.0));
   cmd->add_option("--steps", o->steps, "bubble: timed steps per row (median kept)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--backends", o->backends, "bubble: what the stage links run over: gloo, shm, threads")
+      ->delimiter(',')->check(CLI::IsMember({"gloo", "shm", "threads"}));
   cmd->add_option("--memory-micro-batches", o->memory_micro_batches, "memory: M")->check(CLI::Range(1, 1024));
   cmd->add_option("--rounds", o->rounds, "balance: rounds of both plans, alternating")->check(CLI::Range(1, 100));
   cmd->add_option("--json", o->json, "where to write the results");

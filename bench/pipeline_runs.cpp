@@ -51,7 +51,8 @@ torch::Tensor square_loss(const torch::Tensor& out, const torch::Tensor&) { retu
 // Runs `stage_modules.size()` rank threads, each stepping its stage `warmup +
 // steps` times on (x, x) after a barrier; returns the stats of the timed steps.
 std::vector<StepStats> run_steps(const std::vector<torch::nn::Sequential>& stage_modules,
-                                 pp::PipelineOptions options, const torch::Tensor& x, int warmup, int steps) {
+                                 pp::PipelineOptions options, const torch::Tensor& x, int warmup, int steps,
+                                 comm::Backend backend = comm::Backend::Threads) {
   const int stages = static_cast<int>(stage_modules.size());
   std::vector<StepStats> out(steps, StepStats(stages));  // rank r writes column r only
   testing::run_ranks(stages, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
@@ -61,7 +62,7 @@ std::vector<StepStats> run_steps(const std::vector<torch::nn::Sequential>& stage
       pipe.step(x, x);
       if (s >= warmup) out[s - warmup][rank] = pipe.last_step();
     }
-  });
+  }, testing::test_options(backend));
   return out;
 }
 
@@ -76,7 +77,7 @@ double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max
 }  // namespace
 
 std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vector<int>& micro_batches,
-                                  double forward_ms, int steps) {
+                                  double forward_ms, int steps, comm::Backend backend) {
   std::vector<BubbleRow> rows;
   for (int p : stages) {
     std::vector<torch::nn::Sequential> modules;
@@ -86,7 +87,7 @@ std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vec
         pp::PipelineOptions options;
         options.micro_batches = m;
         options.schedule = schedule;
-        const auto per_step = run_steps(modules, options, torch::ones({m, 4}), /*warmup=*/1, steps);
+        const auto per_step = run_steps(modules, options, torch::ones({m, 4}), /*warmup=*/1, steps, backend);
         std::vector<double> bubbles, step_ms;
         for (const auto& step : per_step) {
           bubbles.push_back(measured_bubble(step));

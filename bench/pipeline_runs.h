@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/comm/types.h"
 #include "paisoar/pipeline/schedule.h"
 
 namespace paisoar::bench {
@@ -23,8 +24,10 @@ struct BubbleRow {
   double step_ms = 0;       // median slowest stage's step
   double ideal_step_ms = 0; // (M+P-1) x (forward + backward)
 };
+// The rank threads' stage links run over `backend` (paisoar's shared memory,
+// Gloo over loopback, or the in-process threads backend).
 std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vector<int>& micro_batches,
-                                  double forward_ms, int steps);
+                                  double forward_ms, int steps, comm::Backend backend);
 
 // Memory: [Linear(W,W), Tanh] x 4 split evenly over 2 stages, M micro-batches
 // of `rows` rows, one step of each schedule after a warm-up step.

@@ -77,6 +77,26 @@ class ShmBackend : public ::c10d::Backend {
     std::vector<at::Tensor> outs = outputs[0];
     return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
   }
+  c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const ::c10d::AllgatherOptions& /*opts*/) override {
+    at::Tensor t = single({input}, "allgather");
+    TORCH_CHECK(output.is_contiguous() && output.numel() == t.numel() * size_ && output.scalar_type() == t.scalar_type(),
+                "shm backend: allgather into a tensor takes a contiguous output of ", size_, " x ", t.numel(), " ",
+                t.scalar_type());
+    const std::vector<at::Tensor> outs = output.view({size_, t.numel()}).unbind(0);
+    return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
+  }
+  c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                        const ::c10d::ReduceScatterOptions& opts) override {
+    at::Tensor in = single({input}, "reduce_scatter");
+    TORCH_CHECK(output.is_contiguous() && in.is_contiguous() && in.numel() == output.numel() * size_ &&
+                    output.scalar_type() == in.scalar_type(),
+                "shm backend: reduce_scatter takes a contiguous input of ", size_, " x the output's elements");
+    const auto reduce = opts.reduceOp;
+    at::Tensor out = output;
+    return collective("reduce_scatter", in, "",
+                      [this, in, out, reduce](const std::string& what) { run_reduce_scatter(in, out, reduce, what); });
+  }
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& /*opts*/) override {
     return collective("barrier", at::empty({0}), "", [this](const std::string& what) { phase(what, next_step()); });
   }
@@ -224,6 +244,38 @@ class ShmBackend : public ::c10d::Backend {
     });
     if (reduce.op_ == ::c10d::ReduceOp::AVG) flat.div_(size_);
     if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
+  }
+
+  // Per step, every rank writes a piece of each of its rows (row r is rank
+  // r's share); each reduces its own row's piece over all ranks, in rank order.
+  void run_reduce_scatter(const at::Tensor& in, const at::Tensor& out, const ::c10d::ReduceOp& reduce,
+                          const std::string& what) {
+    if (reduce.op_ == ::c10d::ReduceOp::AVG) {
+      TORCH_CHECK(at::isFloatingType(in.scalar_type()), "shm backend: AVG takes floating tensors, not ",
+                  in.scalar_type());
+    }
+    const int64_t chunk = out.numel();
+    const size_t element = in.element_size();
+    const at::Tensor rows = in.view({size_, chunk});
+    const auto per = std::max<int64_t>(1, static_cast<int64_t>(kShmSlotBytes / element / size_));
+    int64_t off = 0;
+    do {
+      const int64_t count = std::min(per, chunk - off);
+      const int buffer = next_step();
+      for (int r = 0; r < size_; ++r) {
+        std::memcpy(segment_->slot_data(rank_, buffer) + r * count * element,
+                    static_cast<const uint8_t*>(rows[r].data_ptr()) + off * element, count * element);
+      }
+      phase(what, buffer);
+      if (count > 0) {
+        auto piece_of = [&](int r) { return slot_tensor(r, buffer, count * size_, in.scalar_type()).narrow(0, rank_ * count, count); };
+        at::Tensor acc = out.narrow(0, off, count);
+        acc.copy_(piece_of(0));
+        for (int r = 1; r < size_; ++r) combine_into(acc, piece_of(r), reduce, "shm");
+      }
+      off += count;
+    } while (off < chunk);
+    if (reduce.op_ == ::c10d::ReduceOp::AVG) out.div_(size_);
   }
 
   void run_broadcast(const at::Tensor& t, int root, const std::string& what) {

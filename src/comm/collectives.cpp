@@ -69,12 +69,12 @@ Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
     if (s.size == 1) output.copy_(in.view_as(output));
     return Work(work);
   }
-  if (detail::C10dGroup& nccl = s.backend_for(in); s.is_nccl(nccl)) {
+  if (detail::C10dGroup& group = s.backend_for(in); s.has_flat_collectives(group)) {
     at::Tensor out = stage_output(output, *work).view({-1});
     at::Tensor flat = in.view({-1});
     ::c10d::AllgatherOptions opts;
     opts.timeout = s.options.timeout;
-    work->add(detail::submit(ctx, s, [&] { return nccl._allgather_base(out, flat, opts); }));
+    work->add(detail::submit(ctx, s, [&] { return group._allgather_base(out, flat, opts); }));
     return Work(work);
   }
   // Gloo: every peer's input is received straight into its slot of the output

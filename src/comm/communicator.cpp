@@ -49,11 +49,15 @@ void GroupState::form_cpu_group() {
   const C10dStorePtr& c10d_store = store.impl()->store;
   switch (options.backend) {
     case Backend::Threads: cpu = make_thread_group(store, rank, size, options.timeout); return;
-    case Backend::Shm: cpu = make_shm_group(store, rank, size, options.timeout); return;
+    case Backend::Shm:
+      cpu = make_shm_group(store, rank, size, options.timeout);
+      cpu_is_shm = true;
+      return;
     case Backend::Auto:
       if (size > 1 && ranks_share_memory(store, rank, size)) {
         try {
           cpu = make_shm_group(store, rank, size, options.timeout);
+          cpu_is_shm = true;
           return;
         } catch (const c10::Error& e) {  // agreed by every rank (ShmSegment)
           TORCH_WARN("paisoar: group '", name, "' uses Gloo: its ranks share a host but not shared memory (",

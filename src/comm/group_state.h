@@ -51,6 +51,12 @@ struct GroupState {
   // Whether `group` is this group's NCCL backend (native reduce-scatter,
   // allgather into one tensor, AVG and bf16 reductions).
   bool is_nccl(const C10dGroup& group) const { return nccl && &group == nccl.get(); }
+  // Whether `group` has its own reduce-scatter and allgather into one tensor
+  // (NCCL, or the shm backend), so the pairwise exchange built for Gloo is not used.
+  bool has_flat_collectives(const C10dGroup& group) const {
+    return is_nccl(group) || (cpu_is_shm && &group == cpu.get());
+  }
+  bool cpu_is_shm = false;  // set by form_cpu_group
   // Adds `works` to in_flight and drops the ones that completed.
   void keep_until_complete(const std::vector<std::shared_ptr<WorkImpl>>& works);
   // "allreduce #12 on rank 1 of group 'world' (size 2)", the prefix of every error.

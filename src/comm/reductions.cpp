@@ -154,12 +154,12 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
     if (output.numel() > 0) output.copy_(in.view_as(output));
     return Work(work);
   }
-  if (C10dGroup& nccl = s.backend_for(in); s.is_nccl(nccl)) {
+  if (C10dGroup& group = s.backend_for(in); s.has_flat_collectives(group)) {
     at::Tensor out = detail::stage_output(output, *work);
     ::c10d::ReduceScatterOptions opts;
     opts.reduceOp = op == ReduceOp::Avg ? ::c10d::ReduceOp(::c10d::ReduceOp::AVG) : to_c10d(op);
     opts.timeout = s.options.timeout;
-    work->add(detail::submit(ctx, s, [&] { return nccl._reduce_scatter_base(out, in, opts); }));
+    work->add(detail::submit(ctx, s, [&] { return group._reduce_scatter_base(out, in, opts); }));
     return Work(work);
   }
   // Gloo: chunk r of every rank's input goes to rank r; peers' chunks land in scratch rows

@@ -18,6 +18,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -49,6 +51,17 @@ std::string unique_name() {
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
+
+// Exited, or killed and not yet reaped (a zombie still answers kill(pid, 0)).
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');  // the name before it may hold anything
+  if (paren == std::string::npos || paren + 2 >= text.size()) return false;
+  const char state = text[paren + 2];
+  return state == 'Z' || state == 'X';
+}
 
 }  // namespace
 
@@ -174,7 +187,7 @@ bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& re
                                             " left the group: connection closed by peer, waiting for " +
                                             watch.what());
     }
-    if (peer.pid != 0 && peer.pid != ::getpid() && ::kill(peer.pid, 0) != 0 && errno == ESRCH) {
+    if (peer.pid != 0 && peer.pid != ::getpid() && process_gone(peer.pid)) {
       C10_THROW_ERROR(DistBackendError, "shm backend: rank " + std::to_string(watch.peer) + " (pid " +
                                             std::to_string(peer.pid) +
                                             ") exited: connection closed by peer, waiting for " + watch.what());
