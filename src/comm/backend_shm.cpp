@@ -26,10 +26,6 @@
 namespace paisoar::comm::detail {
 namespace {
 
-// Collectives of at most this many bytes run on the caller's thread when the
-// lane is idle.
-constexpr size_t kShmInlineBytes = size_t{64} << 10;
-
 at::Tensor bytes_of(uint8_t* data, int64_t count, at::ScalarType dtype) {
   return at::from_blob(data, {count}, at::TensorOptions().dtype(dtype));
 }
@@ -59,12 +55,14 @@ class ShmBackend : public ::c10d::Backend {
                                              const ::c10d::AllreduceOptions& opts) override {
     at::Tensor t = single(tensors, "allreduce");
     const auto reduce = opts.reduceOp;
-    return collective("allreduce", t, "", [this, t, reduce](const std::string& what) { run_allreduce(t, reduce, what); });
+    return collective("allreduce", t, reduced_by(reduce, t),
+                      [this, t, reduce](const std::string& what) { run_allreduce(t, reduce, what); });
   }
   c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const ::c10d::BroadcastOptions& opts) override {
     at::Tensor t = single(tensors, "broadcast");
     const int root = static_cast<int>(opts.rootRank);
+    TORCH_CHECK(root >= 0 && root < size_, "shm backend: broadcast root ", root, " is not a rank of ", size_);
     return collective("broadcast", t, " from rank " + std::to_string(root),
                       [this, t, root](const std::string& what) { run_broadcast(t, root, what); });
   }
@@ -75,6 +73,10 @@ class ShmBackend : public ::c10d::Backend {
                 "shm backend: allgather takes one list of ", size_, " outputs");
     at::Tensor t = single(inputs, "allgather");
     std::vector<at::Tensor> outs = outputs[0];
+    for (const auto& o : outs) {
+      TORCH_CHECK(o.numel() == t.numel() && o.scalar_type() == t.scalar_type(),
+                  "shm backend: allgather outputs must match the input's ", t.numel(), " ", t.scalar_type());
+    }
     return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
   }
   c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -94,7 +96,7 @@ class ShmBackend : public ::c10d::Backend {
                 "shm backend: reduce_scatter takes a contiguous input of ", size_, " x the output's elements");
     const auto reduce = opts.reduceOp;
     at::Tensor out = output;
-    return collective("reduce_scatter", in, "",
+    return collective("reduce_scatter", in, reduced_by(reduce, in),
                       [this, in, out, reduce](const std::string& what) { run_reduce_scatter(in, out, reduce, what); });
   }
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& /*opts*/) override {
@@ -120,6 +122,24 @@ class ShmBackend : public ::c10d::Backend {
                 tensors[0].device(), "; use backend nccl for GPU tensors");
     return tensors[0];
   }
+  // " by <op>" for the signature, once the op is known to suit the dtype:
+  // checked when issued, so a bad call fails on its own rank at once
+  // instead of leaving the others waiting in a collective.
+  static std::string reduced_by(const ::c10d::ReduceOp& reduce, const at::Tensor& t) {
+    const auto op = reduce.op_;
+    const auto dtype = t.scalar_type();
+    const bool bitwise = op == ::c10d::ReduceOp::BAND || op == ::c10d::ReduceOp::BOR || op == ::c10d::ReduceOp::BXOR;
+    TORCH_CHECK(op == ::c10d::ReduceOp::SUM || op == ::c10d::ReduceOp::AVG || op == ::c10d::ReduceOp::PRODUCT ||
+                    op == ::c10d::ReduceOp::MIN || op == ::c10d::ReduceOp::MAX || bitwise,
+                "shm backend: reduce op ", static_cast<int>(op), " is not supported");
+    TORCH_CHECK(op != ::c10d::ReduceOp::AVG || at::isFloatingType(dtype), "shm backend: AVG takes floating tensors, not ",
+                dtype);
+    TORCH_CHECK(!bitwise || at::isIntegralType(dtype, /*includeBool=*/true), "shm backend: bitwise reductions take "
+                "integer or bool tensors, not ", dtype);
+    TORCH_CHECK(dtype != at::kBool || bitwise || op == ::c10d::ReduceOp::MIN || op == ::c10d::ReduceOp::MAX,
+                "shm backend: cannot sum or multiply Bool tensors");
+    return " by op " + std::to_string(static_cast<int>(op));
+  }
   void check_peer(int peer) const {
     TORCH_CHECK(peer >= 0 && peer < size_ && peer != rank_, "shm backend: peer ", peer,
                 " is not another rank of this group of ", size_);
@@ -135,29 +155,25 @@ class ShmBackend : public ::c10d::Backend {
     const std::string signature = kind + " of " + std::to_string(t.numel()) + " " +
                                   c10::toString(t.scalar_type()) + extra;
     auto work = c10::make_intrusive<ShmWork>(timeout_);
-    auto task = [this, work, seq, signature, kind, body = std::move(body)] {
+    collectives_->push([this, work, seq, signature, kind, body = std::move(body)] {
       run_to_finish(*work, [&] {
+        const std::string what = kind + " #" + std::to_string(seq);
+        // A failed collective may leave the ranks at different phases, where
+        // later ones would pair with the wrong ones: the group is done.
+        TORCH_CHECK(broken_.empty(), "shm backend: ", what, " not run: an earlier collective of this group failed (",
+                    broken_, ")");
         deadline_ = Clock::now() + timeout_;
         char* mine = segment_->slot(rank_).signature[steps_ % 2];
         std::strncpy(mine, signature.c_str(), sizeof(ShmSlot::signature[0]) - 1);
         mine[sizeof(ShmSlot::signature[0]) - 1] = '\0';
         unchecked_ = true;
-        body(kind + " #" + std::to_string(seq));
+        try {
+          body(what);
+        } catch (const c10::Error& e) {
+          broken_ = e.what_without_backtrace();
+          throw;
+        }
       });
-    };
-    // The latency path: a small collective with nothing before it in the
-    // lane runs here, on the caller's thread, sparing two thread hand-offs
-    // (each a wake-up, tens of microseconds on a busy machine). It holds
-    // issue_mutex_, so nothing is queued behind it meanwhile.
-    if (unfinished_ == 0 && t.nbytes() <= kShmInlineBytes) {
-      task();
-      return work;
-    }
-    ++unfinished_;
-    collectives_->push([this, task = std::move(task)] {
-      task();
-      std::lock_guard<std::mutex> done(issue_mutex_);
-      --unfinished_;
     });
     return work;
   }
@@ -178,7 +194,8 @@ class ShmBackend : public ::c10d::Backend {
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       ShmSlot& peer = segment_->slot(r);
-      shm_wait(peer.phase, [&] { return peer.phase.load(std::memory_order_acquire) >= n; },
+      // Signed distance: right across the counter's wrap.
+      shm_wait(peer.phase, [&] { return static_cast<int32_t>(peer.phase.load(std::memory_order_acquire) - n) >= 0; },
                ShmWatch{segment_.get(), r, &stopping_, [r, what] { return "rank " + std::to_string(r) + " to join " + what; }},
                deadline_);
     }
@@ -211,10 +228,6 @@ class ShmBackend : public ::c10d::Backend {
   // Per piece: every rank writes it; each reduces its share of it over all
   // ranks in rank order into its own buffer; each gathers the shares.
   void run_allreduce(const at::Tensor& t, const ::c10d::ReduceOp& reduce, const std::string& what) {
-    if (reduce.op_ == ::c10d::ReduceOp::AVG) {
-      TORCH_CHECK(at::isFloatingType(t.scalar_type()), "shm backend: AVG takes floating tensors, not ",
-                  t.scalar_type());
-    }
     at::Tensor flat = t.contiguous().view({-1});
     const auto dtype = t.scalar_type();
     pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
@@ -250,10 +263,6 @@ class ShmBackend : public ::c10d::Backend {
   // r's share); each reduces its own row's piece over all ranks, in rank order.
   void run_reduce_scatter(const at::Tensor& in, const at::Tensor& out, const ::c10d::ReduceOp& reduce,
                           const std::string& what) {
-    if (reduce.op_ == ::c10d::ReduceOp::AVG) {
-      TORCH_CHECK(at::isFloatingType(in.scalar_type()), "shm backend: AVG takes floating tensors, not ",
-                  in.scalar_type());
-    }
     const int64_t chunk = out.numel();
     const size_t element = in.element_size();
     const at::Tensor rows = in.view({size_, chunk});
@@ -279,7 +288,6 @@ class ShmBackend : public ::c10d::Backend {
   }
 
   void run_broadcast(const at::Tensor& t, int root, const std::string& what) {
-    TORCH_CHECK(root >= 0 && root < size_, "shm backend: broadcast root ", root, " is not a rank of ", size_);
     at::Tensor flat = t.contiguous().view({-1});
     pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
       at::Tensor piece = flat.narrow(0, off, count);
@@ -293,11 +301,7 @@ class ShmBackend : public ::c10d::Backend {
   void run_allgather(const at::Tensor& t, const std::vector<at::Tensor>& outs, const std::string& what) {
     at::Tensor flat = t.contiguous().view({-1});
     std::vector<at::Tensor> flats;
-    for (const auto& o : outs) {
-      TORCH_CHECK(o.numel() == t.numel() && o.scalar_type() == t.scalar_type(),
-                  "shm backend: allgather outputs must match the input's ", t.numel(), " ", t.scalar_type());
-      flats.push_back(o.contiguous().view({-1}));
-    }
+    for (const auto& o : outs) flats.push_back(o.contiguous().view({-1}));
     pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
       std::memcpy(segment_->slot_data(rank_, buffer), flat.narrow(0, off, count).data_ptr(), count * t.element_size());
       phase(what, buffer);
@@ -315,13 +319,13 @@ class ShmBackend : public ::c10d::Backend {
   std::unique_ptr<ShmSegment> segment_;
   std::chrono::milliseconds timeout_;
   std::atomic<bool> stopping_{false};
-  std::mutex issue_mutex_;  // callers' threads: guards issued_ and unfinished_
+  std::mutex issue_mutex_;  // callers' threads: guards issued_
   int64_t issued_ = 0;
-  int64_t unfinished_ = 0;  // collectives queued or running on the lane
   // The collective lane's own state.
   uint32_t phases_ = 0;
   uint64_t steps_ = 0;
   bool unchecked_ = false;  // the running collective's signature is still to be checked
+  std::string broken_;      // why an earlier collective failed
   Clock::time_point deadline_;
   std::unique_ptr<ShmMail> mail_ = std::make_unique<ShmMail>(*segment_, rank_, timeout_, stopping_);
   std::unique_ptr<Lane> collectives_ = std::make_unique<Lane>();  // last: its thread starts after the rest

@@ -17,7 +17,9 @@ std::string shared_memory_identity() {
   const std::string shm = ::stat("/dev/shm", &st) == 0
                               ? std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)
                               : "none";
-  return std::string(host) + "|" + boot_id + "|" + shm + "|" + std::to_string(::getuid());
+  // The pid namespace too: a peer's liveness is checked by its pid.
+  const std::string pids = ::stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : "?";
+  return std::string(host) + "|" + boot_id + "|" + shm + "|" + std::to_string(::getuid()) + "|" + pids;
 }
 
 bool ranks_share_memory(const Store& store, int rank, int size) {

@@ -1,5 +1,6 @@
 // Whether the ranks of a group can share memory: the same host (hostname and
-// boot id), the same /dev/shm (not another container's) and the same user.
+// boot id), the same /dev/shm (not another container's), the same user and
+// the same pid namespace (the backend watches its peers by pid).
 // Backend::Auto chooses Backend::Shm for a group where all ranks can.
 #pragma once
 
@@ -9,7 +10,7 @@
 
 namespace paisoar::comm::detail {
 
-// This process's "host|boot id|/dev/shm device:inode|uid".
+// This process's "host|boot id|/dev/shm device:inode|uid|pid namespace".
 std::string shared_memory_identity();
 
 // Collective over the group's store: every rank posts its identity and reads

@@ -108,7 +108,15 @@ class ShmInbox {
         expire();
         continue;
       }
-      if (!incoming) incoming = begin(box.tag, box.total);
+      if (!incoming) {
+        try {
+          incoming = begin(box.tag, box.total);
+        } catch (const std::exception& e) {  // no memory for an unexpected message
+          fail_all(std::string("shm backend: cannot receive from rank ") + std::to_string(src_) + ": " + e.what(),
+                   incoming);
+          return;
+        }
+      }
       if (incoming->data != nullptr && box.bytes > 0) {
         std::memcpy(incoming->data + incoming->off, segment_.mail_data(src_, rank_), box.bytes);
       }
@@ -202,8 +210,14 @@ class ShmInbox {
     broken_ = error;
     for (auto& recv : posted_) recv.work->finish(error);
     posted_.clear();
-    for (auto& arrival : arrived_) {
-      if (arrival->claimed && !arrival->complete) arrival->claimed->work->finish(error);
+    // Complete messages stay for later receives; partial ones never complete.
+    for (auto it = arrived_.begin(); it != arrived_.end();) {
+      if ((*it)->complete) {
+        ++it;
+        continue;
+      }
+      if ((*it)->claimed) (*it)->claimed->work->finish(error);
+      it = arrived_.erase(it);
     }
   }
 

@@ -76,75 +76,87 @@ ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::mill
   std::string name;
   std::string failure;  // this rank's reason, empty when it holds the mapping
   int fd = -1;
-  if (rank == 0) {
-    name = unique_name();
-    fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-      failure = "cannot create /dev/shm" + name + ": " + errno_text(errno);
+  bool unlinked = false;
+  try {
+    if (rank == 0) {
+      name = unique_name();
+      fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) {
+        failure = "cannot create /dev/shm" + name + ": " + errno_text(errno);
+      } else {
+        const int reserved = ::ftruncate(fd, static_cast<off_t>(bytes_)) == 0
+                                 ? ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_))
+                                 : errno;
+        if (reserved != 0) {
+          failure = "/dev/shm has no room for " + std::to_string(bytes_) + " bytes (" + errno_text(reserved) +
+                    "); free space there (df -h /dev/shm)";
+          ::close(fd);
+          ::shm_unlink(name.c_str());
+          unlinked = true;
+          fd = -1;
+        }
+      }
+      store.set("shm/name", failure.empty() ? name : "!" + failure);
+      TORCH_CHECK(failure.empty(), "shm backend: ", failure);
     } else {
-      const int reserved = ::ftruncate(fd, static_cast<off_t>(bytes_)) == 0
-                               ? ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_))
-                               : errno;
-      if (reserved != 0) {
-        failure = "/dev/shm has no room for " + std::to_string(bytes_) + " bytes (" + errno_text(reserved) +
-                  "); free space there (df -h /dev/shm)";
-        ::close(fd);
-        ::shm_unlink(name.c_str());
-        fd = -1;
+      name = store.get("shm/name");
+      TORCH_CHECK(!refuse(name), "shm backend: rank 0 could not make the group's segment: ", name.substr(1));
+      fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd < 0) {
+        failure = "rank " + std::to_string(rank) + " cannot open /dev/shm" + name + " made by rank 0: " +
+                  errno_text(errno) + " (the ranks of a shm group must run on one host as one user)";
+      } else {
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes_) {
+          failure = "/dev/shm" + name + " is not the size this group needs";
+        }
       }
     }
-    store.set("shm/name", failure.empty() ? name : "!" + failure);
+    void* mapped = MAP_FAILED;
+    if (failure.empty()) {
+      mapped = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (mapped == MAP_FAILED) failure = "rank " + std::to_string(rank) + " cannot map /dev/shm" + name + ": " + errno_text(errno);
+    }
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+    if (mapped != MAP_FAILED) {
+      base_ = static_cast<uint8_t*>(mapped);
+      slot(rank).pid = ::getpid();
+    }
+    store.set("shm/mapped/" + std::to_string(rank), failure.empty() ? "1" : "!" + failure);
+    std::string verdict;
+    if (rank == 0) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < size; ++r) keys.push_back("shm/mapped/" + std::to_string(r));
+      try {
+        store.wait(keys, timeout);
+        for (const auto& key : keys) {
+          const std::string mapped_by = store.get(key);
+          if (refuse(mapped_by) && verdict.empty()) verdict = mapped_by;
+        }
+      } catch (const std::exception& e) {
+        verdict = std::string("!not every rank mapped the segment in time: ") + e.what();
+      }
+      ::shm_unlink(name.c_str());  // mapped by all (or given up): the name is no longer needed
+      unlinked = true;
+      store.set("shm/ready", verdict.empty() ? "ok" : verdict);
+    } else {
+      verdict = store.get("shm/ready");
+      if (verdict == "ok") verdict.clear();
+    }
+    if (!verdict.empty() && base_ != nullptr) {
+      ::munmap(base_, bytes_);
+      base_ = nullptr;
+    }
     TORCH_CHECK(failure.empty(), "shm backend: ", failure);
-  } else {
-    name = store.get("shm/name");
-    TORCH_CHECK(!refuse(name), "shm backend: rank 0 could not make the group's segment: ", name.substr(1));
-    fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) {
-      failure = "rank " + std::to_string(rank) + " cannot open /dev/shm" + name + " made by rank 0: " +
-                errno_text(errno) + " (the ranks of a shm group must run on one host as one user)";
-    } else {
-      struct stat st {};
-      if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes_) {
-        failure = "/dev/shm" + name + " is not the size this group needs";
-      }
-    }
-  }
-  void* mapped = MAP_FAILED;
-  if (failure.empty()) {
-    mapped = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (mapped == MAP_FAILED) failure = "rank " + std::to_string(rank) + " cannot map /dev/shm" + name + ": " + errno_text(errno);
-  }
-  if (fd >= 0) ::close(fd);
-  if (mapped != MAP_FAILED) {
-    base_ = static_cast<uint8_t*>(mapped);
-    slot(rank).pid = ::getpid();
-  }
-  store.set("shm/mapped/" + std::to_string(rank), failure.empty() ? "1" : "!" + failure);
-  std::string verdict;
-  if (rank == 0) {
-    std::vector<std::string> keys;
-    for (int r = 0; r < size; ++r) keys.push_back("shm/mapped/" + std::to_string(r));
-    try {
-      store.wait(keys, timeout);
-      for (const auto& key : keys) {
-        const std::string mapped_by = store.get(key);
-        if (refuse(mapped_by) && verdict.empty()) verdict = mapped_by;
-      }
-    } catch (const std::exception& e) {
-      verdict = std::string("!not every rank mapped the segment in time: ") + e.what();
-    }
-    ::shm_unlink(name.c_str());  // mapped by all (or given up): the name is no longer needed
-    store.set("shm/ready", verdict.empty() ? "ok" : verdict);
-  } else {
-    verdict = store.get("shm/ready");
-    if (verdict == "ok") verdict.clear();
-  }
-  if (!verdict.empty() && base_ != nullptr) {
-    ::munmap(base_, bytes_);
+    TORCH_CHECK(verdict.empty(), "shm backend: ", verdict.substr(1));
+  } catch (...) {  // a refusal, or the store failing mid-way: leave nothing behind
+    if (fd >= 0) ::close(fd);
+    if (rank == 0 && !unlinked && !name.empty()) ::shm_unlink(name.c_str());
+    if (base_ != nullptr) ::munmap(base_, bytes_);
     base_ = nullptr;
+    throw;
   }
-  TORCH_CHECK(failure.empty(), "shm backend: ", failure);
-  TORCH_CHECK(verdict.empty(), "shm backend: ", verdict.substr(1));
 }
 
 ShmSegment::~ShmSegment() {

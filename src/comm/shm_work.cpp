@@ -36,6 +36,10 @@ void run_to_finish(ShmWork& work, const std::function<void()>& body) {
     body();
   } catch (const c10::Error& e) {
     error = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    error = std::string("shm backend: ") + e.what();
+  } catch (...) {
+    error = "shm backend: unknown exception";
   }
   work.finish(error);
 }

@@ -75,4 +75,22 @@ TEST(ShmBackend, TheCommunicatorNamesItsBackend) {
             paisoar::testing::test_options(Backend::Gloo));
 }
 
+TEST(ShmBackend, AutoChoosesItForRanksOnThisHostAndItsSubgroups) {
+  // Threads of one process share everything the host check compares.
+  run_ranks(3, [&](int rank, std::shared_ptr<Communicator> comm) {
+    EXPECT_EQ(comm->backend_name(), "paisoar-shm");
+    auto pair = comm->new_group({0, 2});
+    if (rank != 1) {
+      ASSERT_TRUE(pair);
+      EXPECT_EQ(pair->backend_name(), "paisoar-shm");
+      auto t = torch::full({3}, static_cast<float>(rank));
+      pair->allreduce(t).wait();
+      EXPECT_EQ(t[0].item<float>(), 2.f);
+    }
+  }, paisoar::testing::test_options(Backend::Auto));
+  // One rank has no one to share with: Gloo, as before.
+  run_ranks(1, [&](int, std::shared_ptr<Communicator> comm) { EXPECT_EQ(comm->backend_name(), "gloo"); },
+            paisoar::testing::test_options(Backend::Auto));
+}
+
 }  // namespace

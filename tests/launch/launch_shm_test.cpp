@@ -1,8 +1,7 @@
 // Backend::Shm between separate processes under the launcher: every
 // collective against Gloo's results on 2, 3 and 4 ranks, and a rank killed
 // in the middle of an allreduce (its peer fails with PeerDied naming it, not
-// a hang). Afterwards no segment of a process that has exited is left in
-// /dev/shm.
+// a hang). Afterwards no segment of the ranks' processes is left in /dev/shm.
 #include <gtest/gtest.h>
 #include <dirent.h>
 #include <signal.h>
@@ -17,20 +16,29 @@
 namespace paisoar::launch::testing {
 namespace {
 
-// /dev/shm entries named as paisoar's segments whose creating process is gone.
-std::vector<std::string> orphaned_segments() {
-  const std::string prefix = "paisoar-" + std::to_string(::getuid()) + "-";
-  std::vector<std::string> orphans;
+// The /dev/shm entries named as segments of the processes whose "(pid P)"
+// the output shows (the ranks that created them).
+std::vector<std::string> segments_left_by(const std::string& output) {
+  std::vector<std::string> prefixes;
+  for (auto at = output.find("(pid "); at != std::string::npos; at = output.find("(pid ", at + 1)) {
+    prefixes.push_back("paisoar-" + std::to_string(::getuid()) + "-" + std::to_string(std::atol(output.c_str() + at + 5)) + "-");
+  }
+  std::vector<std::string> left;
   DIR* dir = ::opendir("/dev/shm");
-  if (dir == nullptr) return orphans;
+  if (dir == nullptr) return left;
   while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name.rfind(prefix, 0) != 0) continue;
-    const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
-    if (::kill(pid, 0) != 0 && errno == ESRCH) orphans.push_back(name);
+    for (const auto& prefix : prefixes) {
+      if (std::string(entry->d_name).rfind(prefix, 0) == 0) left.push_back(entry->d_name);
+    }
   }
   ::closedir(dir);
-  return orphans;
+  return left;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += n + " ";
+  return out;
 }
 
 class ShmProcesses : public ::testing::TestWithParam<int> {};
@@ -41,11 +49,12 @@ TEST_P(ShmProcesses, EveryCollectiveMatchesGloo) {
                              "--omp_num_threads", "1", "--", SHM_PROCESS_CHECK, "collectives"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   for (int rank = 0; rank < n; ++rank) {
-    EXPECT_NE(r.out.find("rank " + std::to_string(rank) + ": "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " (pid "), std::string::npos) << r.out;
   }
   EXPECT_NE(r.out.find("checks on paisoar-shm match gloo"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
-  EXPECT_TRUE(orphaned_segments().empty()) << orphaned_segments().front();
+  const auto left = segments_left_by(r.out);
+  EXPECT_TRUE(left.empty()) << listed(left);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmProcesses, ::testing::Values(2, 3, 4));
@@ -55,13 +64,14 @@ TEST(ShmProcessFaults, ARankKilledMidAllreduceFailsItsPeerNamingIt) {
                              "--omp_num_threads", "1", "--", SHM_PROCESS_CHECK, "kill"});
   EXPECT_NE(r.err.find("rank 1 (local_rank 1, pid "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << r.err;
-  const auto at = r.out.find("rank 0 caught after ");
+  const auto at = r.out.find("rank 0 (pid ");
   ASSERT_NE(at, std::string::npos) << r.out << r.err;
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
   EXPECT_NE(line.find(": PeerDied: "), std::string::npos) << line;
   EXPECT_NE(line.find("allreduce"), std::string::npos) << line;
   EXPECT_NE(line.find("rank 1"), std::string::npos) << line;
-  EXPECT_TRUE(orphaned_segments().empty()) << orphaned_segments().front();
+  const auto left = segments_left_by(r.out + r.err);
+  EXPECT_TRUE(left.empty()) << listed(left);
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 //     Backend::Shm group and on a Gloo group of the same ranks, compared
 //     (exact for integers, to each float type's rounding otherwise),
 //     synchronous and as interleaved asynchronous calls. Prints
-//     "rank R: N checks on paisoar-shm match gloo" or "MISMATCH ..." (exit 1).
+//     "rank R (pid P): N checks on paisoar-shm match gloo" or "MISMATCH ..." (exit 1).
 //   shm_process_check kill: 2 ranks; rank 1 SIGKILLs itself in the middle of
-//     a 64 MiB allreduce; rank 0 prints "rank 0 caught after S s: <cause>:
+//     a 64 MiB allreduce; rank 0 prints "rank 0 (pid P) caught after S s: <cause>:
 //     <message>" (it ignores SIGTERM, so the launcher's stop lets it finish).
 #include <signal.h>
 #include <unistd.h>
@@ -150,7 +150,8 @@ int check_collectives() {
     check.same(outs_shm[i], outs_gloo[i], "interleaved async call " + std::to_string(i));
   }
   shm->barrier().wait();
-  std::printf("rank %d: %d checks on paisoar-shm match gloo\n", rank, check.checks);
+  std::printf("rank %d (pid %d): %d checks on paisoar-shm match gloo\n", rank, static_cast<int>(::getpid()),
+              check.checks);
   return 0;
 }
 
@@ -166,7 +167,7 @@ int check_kill() {
   auto big = torch::ones({16 << 20});  // 64 MiB: 64 pieces through the slots
   if (rank == 1) {
     Work work = shm->allreduce(big);
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // some pieces in
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // some of its 64 pieces in, not all
     ::raise(SIGKILL);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -176,7 +177,7 @@ int check_kill() {
     return 1;
   } catch (const CommError& e) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("rank 0 caught after %.1f s: %s: %s\n", s,
+    std::printf("rank 0 (pid %d) caught after %.1f s: %s: %s\n", static_cast<int>(::getpid()), s,
                 e.cause() == CommError::Cause::PeerDied ? "PeerDied" : "other", e.what());
   }
   std::fflush(stdout);
