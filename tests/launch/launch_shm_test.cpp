@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,25 @@ TEST(ShmProcessFaults, ARankKilledMidAllreduceFailsItsPeerNamingIt) {
   EXPECT_NE(line.find("rank 1"), std::string::npos) << line;
   const auto left = segments_left_by(r.out + r.err);
   EXPECT_TRUE(left.empty()) << listed(left);
+}
+
+TEST(ShmProcessFaults, AFullDevShmFallsBackToGlooWithAWarning) {
+  // A private /dev/shm of 256 KiB (a mount namespace of its own): a 2-rank
+  // group's segment (4.5 MiB) does not fit, so Auto must warn and use Gloo.
+  if (std::system("unshare --mount true > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no mount namespaces here (unshare --mount needs CAP_SYS_ADMIN)";
+  }
+  const std::string job = std::string("mount -t tmpfs -o size=256k tmpfs /dev/shm && exec ") + PAISOAR_BIN +
+                          " launch --nproc_per_node 2 --master_port 0 --omp_num_threads 1 -- " + SHM_PROCESS_CHECK +
+                          " auto";
+  LauncherRun run({"--mount", "sh", "-c", job}, {}, "/usr/bin/unshare");
+  RunResult r = run.finish(120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rank 0 (pid "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on gloo: sum 3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("paisoar-shm"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("uses Gloo: its ranks share a host but not shared memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/dev/shm has no room"), std::string::npos) << r.err;
 }
 
 }  // namespace

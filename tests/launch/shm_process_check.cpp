@@ -8,6 +8,8 @@
 //   shm_process_check kill: 2 ranks; rank 1 SIGKILLs itself in the middle of
 //     a 64 MiB allreduce; rank 0 prints "rank 0 (pid P) caught after S s: <cause>:
 //     <message>" (it ignores SIGTERM, so the launcher's stop lets it finish).
+//   shm_process_check auto: the world under Backend::Auto; prints "rank R
+//     (pid P) on <backend>: sum S" after an allreduce of rank+1.
 #include <signal.h>
 #include <unistd.h>
 
@@ -155,6 +157,16 @@ int check_collectives() {
   return 0;
 }
 
+// Backend::Auto as a launched job gets it; prints the backend and a sum.
+int check_auto() {
+  auto comm = Communicator::from_env();
+  auto t = torch::full({1000}, static_cast<float>(comm->rank() + 1));
+  comm->allreduce(t).wait();
+  std::printf("rank %d (pid %d) on %s: sum %g\n", comm->rank(), static_cast<int>(::getpid()),
+              comm->backend_name().c_str(), t[0].item<float>());
+  return 0;
+}
+
 int check_kill() {
   auto shm = group(Backend::Shm);
   const int rank = shm->rank();
@@ -191,10 +203,11 @@ int main(int argc, char** argv) {
   try {
     if (mode == "collectives") return check_collectives();
     if (mode == "kill") return check_kill();
+    if (mode == "auto") return check_auto();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: shm_process_check collectives|kill\n");
+  std::fprintf(stderr, "usage: shm_process_check collectives|kill|auto\n");
   return 2;
 }
