@@ -72,6 +72,10 @@ bool process_gone(pid_t pid) {
 ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::milliseconds timeout) : size_(size) {
   const Layout layout(size);
   bytes_ = layout.total;
+  slots_ = layout.slots;
+  mailboxes_ = layout.mailboxes;
+  slot_data_ = layout.slot_data;
+  mail_data_ = layout.mail_data;
   auto refuse = [](const std::string& value) { return value.rfind('!', 0) == 0; };
   std::string name;
   std::string failure;  // this rank's reason, empty when it holds the mapping
@@ -163,18 +167,18 @@ ShmSegment::~ShmSegment() {
   if (base_ != nullptr) ::munmap(base_, bytes_);
 }
 
-ShmSlot& ShmSegment::slot(int rank) { return reinterpret_cast<ShmSlot*>(base_ + Layout(size_).slots)[rank]; }
+ShmSlot& ShmSegment::slot(int rank) { return reinterpret_cast<ShmSlot*>(base_ + slots_)[rank]; }
 
 uint8_t* ShmSegment::slot_data(int rank, int buffer) {
-  return base_ + Layout(size_).slot_data + (rank * 2 + buffer) * kShmSlotBytes;
+  return base_ + slot_data_ + (rank * 2 + buffer) * kShmSlotBytes;
 }
 
 ShmMailbox& ShmSegment::mailbox(int src, int dst) {
-  return reinterpret_cast<ShmMailbox*>(base_ + Layout(size_).mailboxes)[src * size_ + dst];
+  return reinterpret_cast<ShmMailbox*>(base_ + mailboxes_)[src * size_ + dst];
 }
 
 uint8_t* ShmSegment::mail_data(int src, int dst) {
-  return base_ + Layout(size_).mail_data + static_cast<size_t>(src * size_ + dst) * kShmMailBytes;
+  return base_ + mail_data_ + static_cast<size_t>(src * size_ + dst) * kShmMailBytes;
 }
 
 void shm_wake(std::atomic<uint32_t>& word) {

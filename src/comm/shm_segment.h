@@ -56,6 +56,8 @@ class ShmSegment {
   int size_;
   size_t bytes_ = 0;
   uint8_t* base_ = nullptr;
+  // Offsets of the four regions from base_, computed once (the waits use them).
+  size_t slots_ = 0, mailboxes_ = 0, slot_data_ = 0, mail_data_ = 0;
 };
 
 // Wakes every waiter on `word`, in any process.

@@ -23,6 +23,20 @@ struct SetOnExit {
   ~SetOnExit() { flag = true; }
 };
 
+// Posts a receive of `tag` from `src`, which nobody sends; it must time out.
+// Returns its error.
+std::string receive_that_times_out(Communicator& comm, int src, int tag) {
+  auto t = torch::empty({4});
+  try {
+    comm.recv(t, src, tag).wait();
+    ADD_FAILURE() << "a receive of a tag nobody sends completed";
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.cause(), CommError::Cause::Timeout) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
 class PointToPoint : public ::testing::TestWithParam<Backend> {};
 
 torch::Tensor message(int64_t numel, int tag) { return torch::arange(numel, torch::kFloat).add(1000.f * tag); }
@@ -94,14 +108,7 @@ TEST_P(PointToPoint, AReceiveNothingMatchesTimesOut) {
       return;
     }
     SetOnExit release{gave_up};  // rank 0 must not wait forever if this rank fails
-    auto t = torch::empty({4});
-    try {
-      comm->recv(t, 0, 2).wait();
-      ADD_FAILURE() << "a receive of a tag nobody sends completed";
-    } catch (const CommError& e) {
-      EXPECT_EQ(e.cause(), CommError::Cause::Timeout) << e.what();
-      error = e.what();
-    }
+    error = receive_that_times_out(*comm, 0, 2);
   }, options);
   EXPECT_NE(error.find("recv from 0 #0 on rank 1"), std::string::npos) << error;
 }
@@ -122,13 +129,7 @@ TEST(ShmPointToPoint, ATimedOutReceiveLeavesOtherMessages) {
       return;
     }
     SetOnExit release{done};  // rank 0 must not wait forever if this rank fails
-    auto wrong = torch::empty({4});
-    try {
-      comm->recv(wrong, 0, 2).wait();
-      ADD_FAILURE() << "a receive of a tag nobody sends completed";
-    } catch (const CommError& e) {
-      EXPECT_EQ(e.cause(), CommError::Cause::Timeout) << e.what();
-    }
+    receive_that_times_out(*comm, 0, 2);
     auto right = torch::empty({4});
     comm->recv(right, 0, 1).wait();
     EXPECT_TRUE(torch::equal(right, message(4, 1)));
