@@ -47,13 +47,31 @@ torch::Tensor GradScaler::scale(const torch::Tensor& loss) const {
   return loss * scale_;
 }
 
-GradScaler::PerOptimizer& GradScaler::state_of(torch::optim::Optimizer& optimizer) {
-  return per_optimizer_[&optimizer];
+std::vector<torch::Tensor> GradScaler::params_of(torch::optim::Optimizer& optimizer) {
+  std::vector<torch::Tensor> params;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& param : group.params()) params.push_back(param);
+  }
+  return params;
 }
 
 void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
+  unscale_(&optimizer, params_of(optimizer));
+}
+
+bool GradScaler::step(torch::optim::Optimizer& optimizer) {
+  if (!options_.enabled) {
+    optimizer.step();
+    return true;
+  }
+  if (!should_step(&optimizer, params_of(optimizer))) return false;
+  optimizer.step();
+  return true;
+}
+
+void GradScaler::unscale_(OptimizerKey key, const std::vector<torch::Tensor>& params) {
   if (!options_.enabled) return;
-  PerOptimizer& state = state_of(optimizer);
+  PerOptimizer& state = per_optimizer_[key];
   if (state.stage == Stage::Unscaled) {
     C10_THROW_ERROR(Error, "GradScaler::unscale_ was already called on this optimizer since the "
                            "last update(); call it once per step");
@@ -67,18 +85,16 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   // ATen's fused unscale-and-check (the kernel torch.amp.GradScaler uses, on
   // the CPU and on CUDA), over the gradients of each device and dtype.
   std::map<std::tuple<int, int, int>, std::vector<torch::Tensor>> groups;  // device type, index, dtype
-  for (auto& group : optimizer.param_groups()) {
-    for (auto& param : group.params()) {
-      torch::Tensor grad = param.grad();
-      if (!grad.defined()) continue;
-      if (grad.is_sparse()) {
-        grad = grad.coalesce();
-        param.mutable_grad() = grad;
-        grad = grad._values();
-      }
-      groups[{static_cast<int>(grad.device().type()), grad.device().index(),
-              static_cast<int>(grad.scalar_type())}].push_back(grad);
+  for (const auto& param : params) {
+    torch::Tensor grad = param.grad();
+    if (!grad.defined()) continue;
+    if (grad.is_sparse()) {
+      grad = grad.coalesce();
+      const_cast<torch::Tensor&>(param).mutable_grad() = grad;
+      grad = grad._values();
     }
+    groups[{static_cast<int>(grad.device().type()), grad.device().index(),
+            static_cast<int>(grad.scalar_type())}].push_back(grad);
   }
   bool found = false;
   for (auto& [where, grads] : groups) {
@@ -87,26 +103,29 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
     at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch::full({1}, inv_scale, options));
     found = found || found_inf.item<float>() != 0;
   }
-  // Every rank must reach the same verdict or their parameters diverge.
+  // Every rank must reach the same verdict or their parameters diverge; a rank
+  // without gradients still takes part before it fails, so no peer waits.
   state.found_inf = comm::any_rank(comm_, found);
+  if (groups.empty() && !params.empty()) {
+    per_optimizer_.erase(key);
+    C10_THROW_ERROR(ValueError, "GradScaler: none of the optimizer's " + std::to_string(params.size()) +
+                                " parameters has a gradient; call scaler.scale(loss).backward() "
+                                "before scaler.unscale_(optimizer) or scaler.step(optimizer)");
+  }
   state.stage = Stage::Unscaled;
 }
 
-bool GradScaler::step(torch::optim::Optimizer& optimizer) {
-  if (!options_.enabled) {
-    optimizer.step();
-    return true;
-  }
-  PerOptimizer& state = state_of(optimizer);
+bool GradScaler::should_step(OptimizerKey key, const std::vector<torch::Tensor>& params) {
+  if (!options_.enabled) return true;
+  PerOptimizer& state = per_optimizer_[key];
   if (state.stage == Stage::Stepped) {
     C10_THROW_ERROR(Error, "GradScaler::step was already called on this optimizer since the last "
                            "update(); call update() once per step");
   }
-  if (state.stage == Stage::Ready) unscale_(optimizer);
-  state.stage = Stage::Stepped;
-  if (state.found_inf) return false;
-  optimizer.step();
-  return true;
+  if (state.stage == Stage::Ready) unscale_(key, params);
+  PerOptimizer& unscaled = per_optimizer_[key];
+  unscaled.stage = Stage::Stepped;
+  return !unscaled.found_inf;
 }
 
 void GradScaler::update() {

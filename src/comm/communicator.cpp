@@ -23,6 +23,7 @@ namespace detail {
 C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
   if (options.backend == Backend::Threads) return *cpu;
   bool cuda = tensor.defined() && tensor.is_cuda();
+  if (!adopted_from.empty()) return adopted_backend_for(*this, cuda);
   if (!cuda) {
     if (options.backend == Backend::Nccl) {
       throw CommError(describe("collective") +
@@ -147,6 +148,11 @@ std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& base) {
 
 std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
   auto& parent = *state_;
+  if (!parent.adopted_from.empty()) {
+    C10_THROW_ERROR(NotImplementedError,
+                    "new_group on group '" + parent.name + "', a torch.distributed group: create "
+                    "subgroups with torch.distributed.new_group and pass them instead");
+  }
   std::sort(ranks.begin(), ranks.end());
   std::string listed;
   for (int r : ranks) listed += (listed.empty() ? "" : ",") + std::to_string(r);
@@ -184,7 +190,7 @@ int Communicator::rank() const { return state_->rank; }
 int Communicator::size() const { return state_->size; }
 const std::string& Communicator::name() const { return state_->name; }
 
-std::string Communicator::backend_name() const { return state_->cpu->getBackendName(); }
+std::string Communicator::backend_name() const { return state_->any_backend().getBackendName(); }
 const std::vector<int>& Communicator::global_ranks() const { return state_->global_ranks; }
 const CommOptions& Communicator::options() const { return state_->options; }
 Store Communicator::store() const { return state_->store; }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace paisoar::comm {
 class Communicator;
@@ -55,6 +56,14 @@ class GradScaler {
   // Adjusts the scale from this step's verdict and readies the next step.
   void update();
 
+  // The same protocol for optimizers that are not torch::optim ones (Python's):
+  // `key` identifies the optimizer until update(), `params` are its parameters.
+  using OptimizerKey = const void*;
+  void unscale_(OptimizerKey key, const std::vector<torch::Tensor>& params);
+  // Unscales (if not done), marks the optimizer stepped, and returns whether
+  // the caller may step it (false: a gradient was inf/NaN on some rank).
+  bool should_step(OptimizerKey key, const std::vector<torch::Tensor>& params);
+
   double get_scale() const { return options_.enabled ? scale_ : 1.0; }
   bool is_enabled() const { return options_.enabled; }
   int64_t skipped_steps() const { return skipped_steps_; }
@@ -73,7 +82,7 @@ class GradScaler {
     Stage stage = Stage::Ready;
     bool found_inf = false;
   };
-  PerOptimizer& state_of(torch::optim::Optimizer& optimizer);
+  static std::vector<torch::Tensor> params_of(torch::optim::Optimizer& optimizer);
 
   GradScalerOptions options_;
   std::shared_ptr<comm::Communicator> comm_;
@@ -81,7 +90,7 @@ class GradScaler {
   int64_t growth_tracker_ = 0;
   int64_t skipped_steps_ = 0;
   bool warned_min_scale_ = false;
-  std::unordered_map<const torch::optim::Optimizer*, PerOptimizer> per_optimizer_;
+  std::unordered_map<OptimizerKey, PerOptimizer> per_optimizer_;
 };
 
 }  // namespace paisoar::amp

@@ -3,6 +3,7 @@
 // allgather, faster than Gloo's), subgroups, and errors that name their cause.
 #pragma once
 
+#include <c10/util/intrusive_ptr.h>
 #include <torch/types.h>
 
 #include <memory>
@@ -13,6 +14,10 @@
 #include "paisoar/comm/store.h"
 #include "paisoar/comm/types.h"
 #include "paisoar/comm/work.h"
+
+namespace c10d {
+class ProcessGroup;
+}
 
 namespace paisoar::comm {
 
@@ -40,6 +45,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // again over the same store (e.g. after a failure); each call forms a new group.
   static std::shared_ptr<Communicator> create(const Store& store, int rank, int size,
                                               const CommOptions& options = {});
+  // The group that torch.distributed.init_process_group created (Python's
+  // default group, or any group from it): collectives run on its own backends,
+  // Gloo's for CPU tensors and NCCL's for CUDA ones, and a tensor on a device
+  // the group has no backend for is an error that says which backend to ask
+  // for. Not collective; new_group() still forms paisoar groups over its store.
+  static std::shared_ptr<Communicator> over_process_group(
+      const c10::intrusive_ptr<::c10d::ProcessGroup>& group, const CommOptions& options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

@@ -43,6 +43,8 @@ class Store {
   Store with_prefix(const std::string& prefix) const;
 
   std::shared_ptr<detail::StoreImpl> impl() const { return impl_; }
+  // A handle over a store made elsewhere (a torch.distributed group's); internal.
+  static Store over(std::shared_ptr<detail::StoreImpl> impl) { return Store(std::move(impl)); }
 
  private:
   explicit Store(std::shared_ptr<detail::StoreImpl> impl);

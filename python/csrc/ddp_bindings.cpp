@@ -1,0 +1,88 @@
+// DDP for Python: the GradientReducer (buckets, overlap with backward, rebuild,
+// no_sync, compression hooks) over a Python module's own tensors, through a
+// mirror module. paisoar/parallel.py wraps it as DistributedDataParallel.
+#include "bindings.h"
+
+#include "module_mirror.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/ddp/comm_hook.h"
+#include "paisoar/ddp/gradient_reducer.h"
+
+namespace paisoar::python {
+
+namespace {
+
+// The reducer and the mirror module it reads, kept alive together.
+struct PythonReducer {
+  std::shared_ptr<torch::nn::Module> mirror;
+  std::shared_ptr<comm::Communicator> comm;
+  std::unique_ptr<ddp::GradientReducer> reducer;
+};
+
+py::dict stats_dict(const ddp::ReducerStats& s) {
+  py::dict d;
+  d["backward_s"] = s.backward_s;
+  d["exposed_comm_s"] = s.exposed_comm_s;
+  d["bytes"] = s.bytes;
+  d["buckets"] = s.buckets;
+  d["rebuilt"] = s.rebuilt;
+  return d;
+}
+
+}  // namespace
+
+void bind_ddp(py::module_& m) {
+  py::class_<PythonReducer>(m, "GradientReducer")
+      .def(py::init([](const std::vector<std::string>& parameter_names, const std::vector<at::Tensor>& parameters,
+                       const std::vector<std::string>& buffer_names, const std::vector<at::Tensor>& buffers,
+                       std::shared_ptr<comm::Communicator> comm, double bucket_cap_mb, double first_bucket_mb,
+                       bool overlap, bool rebuild_buckets, bool find_unused_parameters, bool broadcast_buffers,
+                       const std::string& compression, int powersgd_rank, bool error_feedback,
+                       int ranks_per_node) {
+             ddp::DdpOptions options;
+             options.bucket_cap_mb = bucket_cap_mb;
+             options.first_bucket_mb = first_bucket_mb;
+             options.overlap = overlap;
+             options.rebuild_buckets = rebuild_buckets;
+             options.find_unused_parameters = find_unused_parameters;
+             options.broadcast_buffers = broadcast_buffers;
+             options.compression.type = ddp::parse_compression(compression);
+             options.compression.powersgd_rank = powersgd_rank;
+             options.compression.error_feedback = error_feedback;
+             options.ranks_per_node = ranks_per_node;
+             auto out = std::make_unique<PythonReducer>();
+             out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
+             out->comm = comm;
+             out->reducer = std::make_unique<ddp::GradientReducer>(out->mirror, std::move(comm), options);
+             return out;
+           }),
+           py::arg("parameter_names"), py::arg("parameters"), py::arg("buffer_names"), py::arg("buffers"),
+           py::arg("comm"), py::arg("bucket_cap_mb"), py::arg("first_bucket_mb"), py::arg("overlap"),
+           py::arg("rebuild_buckets"), py::arg("find_unused_parameters"), py::arg("broadcast_buffers"),
+           py::arg("compression"), py::arg("powersgd_rank"), py::arg("error_feedback"),
+           py::arg("ranks_per_node"), py::call_guard<py::gil_scoped_release>(),
+           "Collective: checks every rank holds the same tensors, broadcasts rank 0's, hooks backward.")
+      .def(
+          "pre_forward", [](PythonReducer& r) { r.reducer->pre_forward(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "post_forward",
+          [](PythonReducer& r, const std::vector<at::Tensor>& outputs) { r.reducer->post_forward(outputs); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "set_compression",
+          [](PythonReducer& r, const std::string& compression, int powersgd_rank, bool error_feedback) {
+            ddp::CompressionOptions options;
+            options.type = ddp::parse_compression(compression);
+            options.powersgd_rank = powersgd_rank;
+            options.error_feedback = error_feedback;
+            r.reducer->set_comm_hook(ddp::make_comm_hook(options, r.comm));
+          },
+          py::arg("compression"), py::arg("powersgd_rank"), py::arg("error_feedback"))
+      .def("set_sync", [](PythonReducer& r, bool on) { r.reducer->set_sync(on); })
+      .def_property_readonly("sync", [](const PythonReducer& r) { return r.reducer->sync(); })
+      .def("bucket_assignment", [](const PythonReducer& r) { return r.reducer->bucket_assignment(); })
+      .def("last_stats", [](const PythonReducer& r) { return stats_dict(r.reducer->last_stats()); });
+}
+
+}  // namespace paisoar::python

@@ -1,0 +1,22 @@
+"""paisoar for Python: the C++ training-acceleration core (DDP's gradient
+engine, amp's loss scaling, the threaded data pipeline, the launcher) under
+PyTorch's own API names, so that
+
+    from paisoar import amp
+    from paisoar import DistributedDataParallel as DDP
+
+run existing training scripts on paisoar. `paisoar launch` starts them on
+several ranks. See docs/PYTHON.md.
+"""
+from ._native import _C
+from . import amp, data
+from ._comm import communicator
+from .parallel import DistributedDataParallel
+
+CommError = _C.CommError
+DataError = _C.DataError
+ConfigError = _C.ConfigError
+
+__version__ = _C.version
+__all__ = ["amp", "data", "communicator", "DistributedDataParallel", "CommError", "DataError",
+           "ConfigError", "__version__"]

@@ -1,0 +1,186 @@
+"""Mixed precision with PyTorch's names: autocast (the device and dtype chosen
+by paisoar's `auto` rule when not given), GradScaler (paisoar's C++ scaler:
+ATen's fused unscale-and-check, and an inf/NaN verdict agreed by every rank
+when a process group is up, so no rank steps while another skips), and
+custom_fwd/custom_bwd.
+
+    scaler = amp.GradScaler()
+    with amp.autocast():
+        loss = criterion(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+import functools
+
+import torch
+
+from . import _comm
+from ._native import _C
+
+_DTYPES = {"Float": torch.float32, "BFloat16": torch.bfloat16, "Half": torch.float16}
+_model_device = None  # where the last DistributedDataParallel's module lives
+
+
+def note_model_device(device):
+    """Called by DistributedDataParallel: autocast's default device is the model's."""
+    global _model_device
+    _model_device = torch.device(device).type
+
+
+def default_device_type():
+    """The wrapped model's device type, else 'cuda' when a GPU is visible, else 'cpu'."""
+    if _model_device is not None:
+        return _model_device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def auto_dtype(device_type):
+    """(autocast?, dtype, reason) by the `auto` rule of paisoar's amp.dtype:
+    bf16 on CUDA and on CPUs with native bf16 kernels, fp32 on other CPUs."""
+    enabled, name, reason = _C.autocast_dtype(device_type)
+    return enabled, _DTYPES[name], reason
+
+
+class autocast(torch.autocast):
+    """torch.autocast with the device type and dtype optional: device_type
+    defaults to the model's (or cuda when available, else cpu); dtype to the
+    `auto` rule, which leaves autocast off where low precision is slower than
+    fp32 (CPUs without bf16 kernels). Usable as a context manager and as a
+    decorator, like torch.autocast."""
+
+    def __init__(self, enabled=True, dtype=None, device_type=None, cache_enabled=None):
+        device_type = device_type or default_device_type()
+        if dtype is None:
+            fast, dtype, _ = auto_dtype(device_type)
+            enabled = enabled and fast
+        super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+def custom_fwd(fwd=None, *, device_type=None, cast_inputs=None):
+    """torch.amp.custom_fwd with device_type defaulting as autocast's does."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+    return torch.amp.custom_fwd(fwd, device_type=device_type or default_device_type(),
+                                cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None, *, device_type=None):
+    """torch.amp.custom_bwd with device_type defaulting as autocast's does."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    return torch.amp.custom_bwd(bwd, device_type=device_type or default_device_type())
+
+
+def _parameters(optimizer):
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+class GradScaler:
+    """torch.amp.GradScaler's constructor and methods over paisoar's C++
+    scaler. `process_group`: whose ranks agree on each step's inf/NaN verdict
+    (default: torch.distributed's group when initialised, else paisoar's own
+    when this process has one, else none). `min_scale`: a scale pushed below
+    it means gradients overflow at every scale, and update() raises."""
+
+    def __init__(self, device=None, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True, process_group=None, min_scale=1.0):
+        self._device = device
+        self._options = dict(init_scale=float(init_scale), growth_factor=float(growth_factor),
+                             backoff_factor=float(backoff_factor), growth_interval=int(growth_interval),
+                             enabled=bool(enabled), min_scale=float(min_scale))
+        self._process_group = process_group
+        self._scaler = None
+        # Checks the arguments now, as torch does, with no group needed.
+        _C.GradScaler(**self._options, comm=None)
+
+    def _core(self):
+        # Created on first use, when the script's process group (if any) exists.
+        if self._scaler is None:
+            comm = None
+            if self._process_group is not None or _comm.has_group():
+                comm = _comm.communicator(self._process_group)
+            self._scaler = _C.GradScaler(**self._options, comm=comm)
+        return self._scaler
+
+    def scale(self, outputs):
+        """outputs * scale: a tensor, or (nested) lists and tuples of them."""
+        if not self._options["enabled"]:
+            return outputs
+        core = self._core()
+        if isinstance(outputs, torch.Tensor):
+            return core.scale(outputs)
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        raise TypeError(f"GradScaler.scale takes a tensor or a list/tuple of tensors, got {type(outputs).__name__}")
+
+    def unscale_(self, optimizer):
+        """Divides `optimizer`'s gradients by the scale (once per step) and
+        records whether any rank found inf/NaN; e.g. before clipping."""
+        if self._options["enabled"]:
+            self._core().unscale_(id(optimizer), _parameters(optimizer))
+
+    def step(self, optimizer, *args, **kwargs):
+        """optimizer.step(*args, **kwargs) unless some rank found inf/NaN in
+        the gradients; returns what step returned, or None when skipped."""
+        if not self._options["enabled"]:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("GradScaler.step: closures are not supported (as in torch.amp.GradScaler)")
+        if self._core().should_step(id(optimizer), _parameters(optimizer)):
+            return optimizer.step(*args, **kwargs)
+        return None
+
+    def update(self, new_scale=None):
+        """Backs the scale off after an inf/NaN step, grows it after
+        growth_interval clean ones."""
+        if new_scale is not None:
+            raise NotImplementedError("GradScaler.update(new_scale): paisoar's scale follows its policy; "
+                                      "set it with load_state_dict({'scale': ...}) instead")
+        if self._options["enabled"]:
+            self._core().update()
+
+    def get_scale(self):
+        return self._core().get_scale() if self._options["enabled"] else 1.0
+
+    def is_enabled(self):
+        return self._options["enabled"]
+
+    def get_growth_factor(self):
+        return self._options["growth_factor"]
+
+    def get_backoff_factor(self):
+        return self._options["backoff_factor"]
+
+    def get_growth_interval(self):
+        return self._options["growth_interval"]
+
+    def _get_growth_tracker(self):
+        return self._core().growth_tracker if self._options["enabled"] else 0
+
+    @property
+    def skipped_steps(self):
+        return self._core().skipped_steps
+
+    def state_dict(self):
+        """torch.amp.GradScaler's keys (plus skipped_steps); {} when disabled."""
+        if not self._options["enabled"]:
+            return {}
+        state = {k: v.item() for k, v in self._core().state_dict().items()}
+        state["growth_interval"] = int(state["growth_interval"])
+        state["_growth_tracker"] = int(state["_growth_tracker"])
+        state["skipped_steps"] = int(state["skipped_steps"])
+        return state
+
+    def load_state_dict(self, state_dict):
+        if not self._options["enabled"]:
+            return
+        if not state_dict:
+            raise RuntimeError("GradScaler.load_state_dict: the state is empty; it was saved by a "
+                               "disabled GradScaler")
+        tensors = {k: torch.tensor(v, dtype=torch.float64 if isinstance(v, float) else torch.int64)
+                   for k, v in state_dict.items() if isinstance(v, (int, float))}
+        self._core().load_state_dict(tensors)
+        for key in ("growth_factor", "backoff_factor", "growth_interval"):
+            if key in state_dict:
+                self._options[key] = type(self._options[key])(state_dict[key])
