@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, builds, installs paisoar into
 # a scratch prefix and builds and runs the find_package example against it (as a
-# user's own project would), then runs every test with ctest.
+# user's own project would), runs every C++ test with ctest, then installs the
+# Python package into the venv (pip install .) and runs its tests with pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 scripts/check_install.sh
 ctest --test-dir build --output-on-failure -j 2
+scripts/install_python.sh
+"${PAISOAR_VENV:-$PWD/.venv}/bin/python" -m pytest -q tests/python

@@ -82,10 +82,14 @@ void bind_data(py::module_& m) {
           [](const Dataset& d, int64_t index, uint64_t seed, uint64_t epoch) {
             TORCH_CHECK_INDEX(index >= 0 && index < d.size(), "index ", index, " is outside [0, ", d.size(), ")");
             data::SampleRng rng(seed, epoch, static_cast<uint64_t>(index));
-            data::Example e = d.get(index, rng);
+            data::Example e;
+            {
+              py::gil_scoped_release release;
+              e = d.get(index, rng);
+            }
             return py::make_tuple(e.data, e.label);
           },
-          py::arg("index"), py::arg("seed") = 0, py::arg("epoch") = 0, py::call_guard<py::gil_scoped_release>());
+          py::arg("index"), py::arg("seed") = 0, py::arg("epoch") = 0);
 
   py::class_<data::ImageFolder, Dataset, std::shared_ptr<data::ImageFolder>>(m, "ImageFolder")
       .def(py::init([](const std::string& root, const std::vector<Step>& steps, int64_t channels,

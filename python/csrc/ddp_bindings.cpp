@@ -53,6 +53,7 @@ void bind_ddp(py::module_& m) {
              auto out = std::make_unique<PythonReducer>();
              out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
              out->comm = comm;
+             py::gil_scoped_release release;  // collective: the peers may take a while
              out->reducer = std::make_unique<ddp::GradientReducer>(out->mirror, std::move(comm), options);
              return out;
            }),
@@ -60,7 +61,7 @@ void bind_ddp(py::module_& m) {
            py::arg("comm"), py::arg("bucket_cap_mb"), py::arg("first_bucket_mb"), py::arg("overlap"),
            py::arg("rebuild_buckets"), py::arg("find_unused_parameters"), py::arg("broadcast_buffers"),
            py::arg("compression"), py::arg("powersgd_rank"), py::arg("error_feedback"),
-           py::arg("ranks_per_node"), py::call_guard<py::gil_scoped_release>(),
+           py::arg("ranks_per_node"),
            "Collective: checks every rank holds the same tensors, broadcasts rank 0's, hooks backward.")
       .def(
           "pre_forward", [](PythonReducer& r) { r.reducer->pre_forward(); },
