@@ -13,5 +13,7 @@ void bind_comm(py::module_& m);    // Communicator: own, or over torch.distribut
 void bind_amp(py::module_& m);     // GradScaler's core, the auto dtype rule
 void bind_ddp(py::module_& m);     // GradientReducer over a Python module's tensors
 void bind_data(py::module_& m);    // data sets, transforms, the loader, the sampler
+void bind_optim(py::module_& m);   // LARS, LAMB, the warmup/decay schedule
+void bind_memory(py::module_& m);  // activation checkpointing's module patterns
 
 }  // namespace paisoar::python

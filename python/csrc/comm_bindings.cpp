@@ -51,6 +51,8 @@ void bind_comm(py::module_& m) {
           },
           py::arg("group"), py::arg("timeout_s") = 0.0,
           "Collectives on the backends of a torch.distributed ProcessGroup.")
+      .def("release_process_group", &Communicator::release_process_group,
+           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rank", &Communicator::rank)
       .def_property_readonly("size", &Communicator::size)
       .def_property_readonly("name", &Communicator::name)

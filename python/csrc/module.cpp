@@ -15,4 +15,6 @@ PYBIND11_MODULE(_C, m) {
   python::bind_amp(m);
   python::bind_ddp(m);
   python::bind_data(m);
+  python::bind_optim(m);
+  python::bind_memory(m);
 }

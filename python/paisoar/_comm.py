@@ -2,32 +2,57 @@
 verdict) run on: the torch.distributed group the script made, when there is
 one, else paisoar's own group joined from the environment that `paisoar
 launch` (or torchrun) gives each rank."""
+import atexit
 import os
+import weakref
 
 import torch.distributed as dist
 
 from ._native import _C
 
-_adopted = {}  # id(process group) -> (group, Communicator): one per group
+# Communicators over torch.distributed groups, released at exit. Not the
+# groups themselves: holding one would keep its backends past
+# destroy_process_group().
+_adopted = weakref.WeakSet()
 _own = None
 
 
 def communicator(process_group=None):
-    """The Communicator over `process_group`, else over torch.distributed's
+    """The Communicator over `process_group` (a torch.distributed group, or a
+    Communicator such as own_group()'s), else over torch.distributed's
     default group if it is initialised, else paisoar's own (collective on
     first use: every rank must call it)."""
     global _own
+    if isinstance(process_group, _C.Communicator):
+        return process_group
     if process_group is None and dist.is_available() and dist.is_initialized():
         process_group = dist.group.WORLD
     if process_group is not None:
-        entry = _adopted.get(id(process_group))
-        if entry is None or entry[0] is not process_group:
-            entry = (process_group, _C.Communicator.over_process_group(process_group))
-            _adopted[id(process_group)] = entry
-        return entry[1]
+        comm = _C.Communicator.over_process_group(process_group)  # not collective: cheap
+        _adopted.add(comm)
+        return comm
+    return own_group()
+
+
+def own_group():
+    """paisoar's own group of this job's ranks, joined from the environment on
+    first use (collective): shared memory between the ranks of one host, Gloo
+    across hosts (PAISOAR_COMM_BACKEND=gloo|shm forces one). Pass it as
+    process_group to use it even where torch.distributed is initialised."""
+    global _own
     if _own is None:
         _own = _C.Communicator.from_env(os.environ.get("PAISOAR_COMM_BACKEND", "auto"))
     return _own
+
+
+@atexit.register
+def _release_process_groups():
+    """At exit, before the interpreter finalises: let go of torch.distributed's
+    backends, so they are destroyed (their worker threads joined) while Python
+    still runs; one kept past finalisation aborts when its worker thread
+    releases a tensor that a Python object owns."""
+    for comm in list(_adopted):
+        comm.release_process_group()
 
 
 def has_group():

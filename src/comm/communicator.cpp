@@ -190,7 +190,10 @@ int Communicator::rank() const { return state_->rank; }
 int Communicator::size() const { return state_->size; }
 const std::string& Communicator::name() const { return state_->name; }
 
-std::string Communicator::backend_name() const { return state_->any_backend().getBackendName(); }
+std::string Communicator::backend_name() const {
+  if (!state_->cpu && !state_->nccl) return "released";
+  return state_->any_backend().getBackendName();
+}
 const std::vector<int>& Communicator::global_ranks() const { return state_->global_ranks; }
 const CommOptions& Communicator::options() const { return state_->options; }
 Store Communicator::store() const { return state_->store; }

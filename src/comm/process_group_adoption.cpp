@@ -15,6 +15,11 @@ namespace detail {
 C10dGroup& adopted_backend_for(GroupState& state, bool cuda) {
   C10dGroupPtr& backend = cuda ? state.nccl : state.cpu;
   if (backend) return *backend;
+  if (!state.cpu && !state.nccl) {
+    throw CommError(state.describe("collective") + ": the torch.distributed process group was released "
+                        "(the interpreter is exiting); no collective can run on it any more",
+                    CommError::Cause::InvalidArgument);
+  }
   const char* device = cuda ? "CUDA" : "the CPU";
   const char* wanted = cuda ? "'nccl' (or 'cpu:gloo,cuda:nccl')" : "'gloo' (or 'cpu:gloo,cuda:nccl')";
   throw CommError(state.describe("collective") + ": the tensors are on " + device +
@@ -62,6 +67,13 @@ std::shared_ptr<Communicator> Communicator::over_process_group(
     else state->nccl.reset();
   }
   return std::shared_ptr<Communicator>(new Communicator(std::move(state)));
+}
+
+void Communicator::release_process_group() {
+  if (state_->adopted_from.empty()) return;
+  state_->in_flight.clear();
+  state_->cpu.reset();
+  state_->nccl.reset();
 }
 
 }  // namespace paisoar::comm

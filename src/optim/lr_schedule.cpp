@@ -21,11 +21,13 @@ const char* to_string(LrDecay decay) {
 }
 
 void check_fraction(const char* name, double value) {
-  TORCH_CHECK(value >= 0 && value <= 1, "LrSchedule: ", name, " must be in [0, 1], got ", value);
+  TORCH_CHECK_VALUE(value >= 0 && value <= 1, "LrSchedule: ", name, " must be in [0, 1], got ", value);
 }
 
-LrScheduleOptions checked(LrScheduleOptions o) {
-  TORCH_CHECK(o.warmup_steps >= 0, "LrSchedule: warmup_steps must be >= 0 (0: no warmup), got ",
+}  // namespace
+
+LrScheduleOptions checked_schedule(LrScheduleOptions o) {
+  TORCH_CHECK_VALUE(o.warmup_steps >= 0, "LrSchedule: warmup_steps must be >= 0 (0: no warmup), got ",
               o.warmup_steps);
   check_fraction("warmup_start_factor", o.warmup_start_factor);
   switch (o.decay) {
@@ -33,37 +35,39 @@ LrScheduleOptions checked(LrScheduleOptions o) {
       break;
     case LrDecay::Cosine:
     case LrDecay::Polynomial:
-      TORCH_CHECK(o.total_steps > 0, "LrSchedule: ", to_string(o.decay),
+      TORCH_CHECK_VALUE(o.total_steps > 0, "LrSchedule: ", to_string(o.decay),
                   " decay needs total_steps > 0 (the number of training steps, warmup included), got ",
                   o.total_steps);
-      TORCH_CHECK(o.warmup_steps <= o.total_steps, "LrSchedule: warmup_steps (", o.warmup_steps,
+      TORCH_CHECK_VALUE(o.warmup_steps <= o.total_steps, "LrSchedule: warmup_steps (", o.warmup_steps,
                   ") exceeds total_steps (", o.total_steps, "); shorten the warmup or set total_steps ",
                   "to the length of training, warmup included");
       check_fraction("final_factor", o.final_factor);
-      TORCH_CHECK(o.power > 0 && std::isfinite(o.power), "LrSchedule: power must be > 0, got ",
+      TORCH_CHECK_VALUE(o.power > 0 && std::isfinite(o.power), "LrSchedule: power must be > 0, got ",
                   o.power);
       break;
     case LrDecay::Step:
-      TORCH_CHECK(o.gamma > 0 && std::isfinite(o.gamma), "LrSchedule: gamma must be > 0, got ",
+      TORCH_CHECK_VALUE(o.gamma > 0 && std::isfinite(o.gamma), "LrSchedule: gamma must be > 0, got ",
                   o.gamma);
-      TORCH_CHECK(o.step_size >= 0, "LrSchedule: step_size must be >= 0, got ", o.step_size);
-      TORCH_CHECK((o.step_size > 0) != !o.milestones.empty(),
+      TORCH_CHECK_VALUE(o.step_size >= 0, "LrSchedule: step_size must be >= 0, got ", o.step_size);
+      TORCH_CHECK_VALUE((o.step_size > 0) != !o.milestones.empty(),
                   "LrSchedule: step decay needs exactly one of step_size > 0 (decay every step_size "
                   "steps) or milestones (decay at those steps); got step_size ", o.step_size,
                   " and ", o.milestones.size(), " milestones");
       for (size_t i = 0; i < o.milestones.size(); ++i) {
-        TORCH_CHECK(o.milestones[i] >= o.warmup_steps, "LrSchedule: milestones[", i, "] (",
+        TORCH_CHECK_VALUE(o.milestones[i] >= o.warmup_steps, "LrSchedule: milestones[", i, "] (",
                     o.milestones[i], ") falls inside the warmup (warmup_steps ", o.warmup_steps,
                     "); milestones are absolute steps and must be >= warmup_steps");
-        TORCH_CHECK(i == 0 || o.milestones[i] > o.milestones[i - 1], "LrSchedule: milestones must ",
+        TORCH_CHECK_VALUE(i == 0 || o.milestones[i] > o.milestones[i - 1], "LrSchedule: milestones must ",
                     "be strictly increasing, got ", o.milestones[i - 1], " then ", o.milestones[i]);
       }
       break;
     default:
-      TORCH_CHECK(false, "LrSchedule: unknown decay ", static_cast<int>(o.decay));
+      TORCH_CHECK_VALUE(false, "LrSchedule: unknown decay ", static_cast<int>(o.decay));
   }
   return o;
 }
+
+namespace {
 
 // Decay after the warmup; `step` >= warmup_steps.
 double decay_factor(const LrScheduleOptions& o, int64_t step) {
@@ -96,21 +100,22 @@ double decay_factor(const LrScheduleOptions& o, int64_t step) {
 
 }  // namespace
 
-LrSchedule::LrSchedule(torch::optim::Optimizer& optimizer, LrScheduleOptions options)
-    : optimizer_(optimizer), options_(checked(std::move(options))) {
-  for (auto& group : optimizer_.param_groups()) base_lrs_.push_back(group.options().get_lr());
-  apply();
-}
-
-double LrSchedule::factor_at(int64_t step) const {
+double schedule_factor(const LrScheduleOptions& o, int64_t step) {
   TORCH_CHECK(step >= 0, "LrSchedule: step must be >= 0, got ", step);
-  const auto& o = options_;
   if (step < o.warmup_steps) {
     const double ramp = static_cast<double>(step) / static_cast<double>(o.warmup_steps);
     return o.warmup_start_factor + (1.0 - o.warmup_start_factor) * ramp;
   }
   return decay_factor(o, step);
 }
+
+LrSchedule::LrSchedule(torch::optim::Optimizer& optimizer, LrScheduleOptions options)
+    : optimizer_(optimizer), options_(checked_schedule(std::move(options))) {
+  for (auto& group : optimizer_.param_groups()) base_lrs_.push_back(group.options().get_lr());
+  apply();
+}
+
+double LrSchedule::factor_at(int64_t step) const { return schedule_factor(options_, step); }
 
 double LrSchedule::lr_at(int64_t step, size_t group) const {
   TORCH_CHECK(group < base_lrs_.size(), "LrSchedule: group ", group, " out of range; the optimizer had ",

@@ -52,6 +52,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // for. Not collective; new_group() still forms paisoar groups over its store.
   static std::shared_ptr<Communicator> over_process_group(
       const c10::intrusive_ptr<::c10d::ProcessGroup>& group, const CommOptions& options = {});
+  // Drops this Communicator's hold on a torch.distributed group's backends
+  // (over_process_group only), so that they are destroyed, and their threads
+  // joined, when torch drops them too (Python's exit: a backend kept past
+  // interpreter shutdown aborts when its worker releases a Python tensor).
+  // Later collectives throw. No effect on paisoar's own groups.
+  void release_process_group();
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

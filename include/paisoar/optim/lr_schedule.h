@@ -42,6 +42,12 @@ struct LrScheduleOptions {
   std::vector<int64_t> milestones;
 };
 
+// `options` if valid; throws c10::Error naming an invalid option and what to set instead.
+LrScheduleOptions checked_schedule(LrScheduleOptions options);
+// f(step) of valid (checked) options; step >= 0. LrSchedule and Python's
+// paisoar.optim.WarmupDecay both use it.
+double schedule_factor(const LrScheduleOptions& options, int64_t step);
+
 // Sets the lr of every param group of an optimizer to base_lr[group] * f(step),
 // where base_lr[group] is the group's lr when the schedule was constructed (as
 // PyTorch's LambdaLR does). Construction applies step 0; then call step() after
