@@ -15,5 +15,6 @@ void bind_ddp(py::module_& m);     // GradientReducer over a Python module's ten
 void bind_data(py::module_& m);    // data sets, transforms, the loader, the sampler
 void bind_optim(py::module_& m);   // LARS, LAMB, the warmup/decay schedule
 void bind_memory(py::module_& m);  // activation checkpointing's module patterns
+void bind_zero(py::module_& m);    // ZeRO stages 1-2 with a Python optimizer on the shard
 
 }  // namespace paisoar::python

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_C, m) {
   python::bind_data(m);
   python::bind_optim(m);
   python::bind_memory(m);
+  python::bind_zero(m);
 }

@@ -9,7 +9,7 @@ run existing training scripts on paisoar. `paisoar launch` starts them on
 several ranks. See docs/PYTHON.md.
 """
 from ._native import _C
-from . import amp, checkpoint, data, optim
+from . import amp, checkpoint, data, optim, zero
 from ._comm import communicator, own_group
 from .parallel import DistributedDataParallel
 
@@ -18,5 +18,5 @@ DataError = _C.DataError
 ConfigError = _C.ConfigError
 
 __version__ = _C.version
-__all__ = ["amp", "checkpoint", "data", "optim", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
+__all__ = ["amp", "checkpoint", "data", "optim", "zero", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
            "ConfigError", "__version__"]

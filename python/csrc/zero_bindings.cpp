@@ -1,0 +1,106 @@
+// ZeRO stages 1-2 for Python: the C++ ZeroOptimizer (units, reduce-scatter
+// during backward, the all-gather after the step) over a Python module's own
+// tensors, with the user's torch.optim optimizer running on this rank's shard.
+#include "bindings.h"
+
+#include <torch/optim/sgd.h>
+
+#include "module_mirror.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/zero/zero_optimizer.h"
+
+namespace paisoar::python {
+
+namespace {
+
+// The inner optimizer ZeroOptimizer drives: its step() is the Python
+// optimizer's (built over the same shard tensors). The options ZeroOptimizer
+// copies in are ignored: the Python optimizer's param_groups are the ones
+// users and LR schedulers change.
+class PythonShardOptimizer : public torch::optim::Optimizer {
+ public:
+  PythonShardOptimizer(std::vector<torch::Tensor> shard, py::object optimizer)
+      : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(shard))},
+                                std::make_unique<torch::optim::SGDOptions>(0.0)),
+        optimizer_(new py::object(std::move(optimizer))) {}
+  ~PythonShardOptimizer() override {
+    py::gil_scoped_acquire gil;
+    delete optimizer_;
+  }
+
+  torch::Tensor step(LossClosure closure = nullptr) override {
+    TORCH_CHECK(!closure, "ZeroOptimizer (Python): closures are not supported");
+    py::gil_scoped_acquire gil;
+    optimizer_->attr("step")();
+    return {};
+  }
+
+  py::object python() const { return *optimizer_; }
+
+ private:
+  py::object* optimizer_;  // deleted with the GIL held
+};
+
+struct PythonZero {
+  std::shared_ptr<torch::nn::Module> mirror;
+  std::unique_ptr<zero::ZeroOptimizer> optimizer;
+  PythonShardOptimizer* inner = nullptr;  // owned by optimizer
+};
+
+}  // namespace
+
+void bind_zero(py::module_& m) {
+  py::class_<PythonZero>(m, "ZeroOptimizer")
+      .def(py::init([](const std::vector<std::string>& parameter_names, const std::vector<at::Tensor>& parameters,
+                       const std::vector<std::string>& buffer_names, const std::vector<at::Tensor>& buffers,
+                       std::shared_ptr<comm::Communicator> comm, int stage, double bucket_cap_mb,
+                       double first_bucket_mb, bool overlap, bool find_unused_parameters, py::function make_inner) {
+             TORCH_CHECK_VALUE(stage == 1 || stage == 2, "ZeroOptimizer: stage=", stage,
+                               " from Python: use 1 (optimizer state sharded) or 2 (and gradients); stage 3 "
+                               "needs a C++ zero::LayerList model");
+             zero::ZeroOptions options;
+             options.stage = stage;
+             options.bucket_cap_mb = bucket_cap_mb;
+             options.first_bucket_mb = first_bucket_mb;
+             options.overlap = overlap;
+             options.find_unused_parameters = find_unused_parameters;
+             auto out = std::make_unique<PythonZero>();
+             out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
+             PythonZero* self = out.get();
+             auto factory = [self, make_inner](const std::vector<zero::ShardParam>& shard) {
+               std::vector<torch::Tensor> tensors = zero::tensors_of(shard);
+               py::gil_scoped_acquire gil;
+               auto inner = std::make_unique<PythonShardOptimizer>(tensors, make_inner(tensors));
+               self->inner = inner.get();
+               return std::unique_ptr<torch::optim::Optimizer>(std::move(inner));
+             };
+             py::gil_scoped_release release;  // collective
+             out->optimizer = std::make_unique<zero::ZeroOptimizer>(out->mirror, std::move(comm), factory, options);
+             return out;
+           }),
+           py::arg("parameter_names"), py::arg("parameters"), py::arg("buffer_names"), py::arg("buffers"),
+           py::arg("comm"), py::arg("stage"), py::arg("bucket_cap_mb"), py::arg("first_bucket_mb"),
+           py::arg("overlap"), py::arg("find_unused_parameters"), py::arg("make_inner"))
+      .def_property_readonly("inner", [](const PythonZero& z) { return z.inner->python(); })
+      .def(
+          "step", [](PythonZero& z) { z.optimizer->step(); }, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "zero_grad", [](PythonZero& z) { z.optimizer->zero_grad(); }, py::call_guard<py::gil_scoped_release>())
+      .def("set_sync", [](PythonZero& z, bool on) { z.optimizer->set_sync(on); })
+      .def_property_readonly("sync", [](const PythonZero& z) { return z.optimizer->sync(); })
+      .def_property_readonly("stage", [](const PythonZero& z) { return z.optimizer->stage(); })
+      .def("memory",
+           [](const PythonZero& z) {
+             const auto mem = z.optimizer->memory();
+             py::dict d;
+             d["parameters"] = mem.params;
+             d["gradients"] = mem.grads;
+             d["optimizer_state"] = mem.optimizer_state;
+             return d;
+           })
+      .def(
+          "full_parameters", [](PythonZero& z) { return z.optimizer->full_parameters(); },
+          py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace paisoar::python
