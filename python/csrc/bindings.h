@@ -16,5 +16,6 @@ void bind_data(py::module_& m);    // data sets, transforms, the loader, the sam
 void bind_optim(py::module_& m);   // LARS, LAMB, the warmup/decay schedule
 void bind_memory(py::module_& m);  // activation checkpointing's module patterns
 void bind_zero(py::module_& m);    // ZeRO stages 1-2 with a Python optimizer on the shard
+void bind_train(py::module_& m);   // the C++ Trainer from a config, with a Python model
 
 }  // namespace paisoar::python

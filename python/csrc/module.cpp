@@ -18,4 +18,5 @@ PYBIND11_MODULE(_C, m) {
   python::bind_optim(m);
   python::bind_memory(m);
   python::bind_zero(m);
+  python::bind_train(m);
 }

@@ -1,0 +1,54 @@
+"""paisoar.train: the C++ Trainer from a YAML config (the keys of
+`paisoar train`, docs/TRAIN.md), with the reference model the config names
+or your own torch.nn.Module, and the data set the config names or a paisoar
+data set. Data parallelism (DDP, or ZeRO 1-2 by `zero.stage`), amp by
+`amp.dtype`, the threaded loader, checkpoints with exact resume, the
+profiler's report and metrics are the Trainer's; your module's forward is
+called back in Python (one call per micro-batch: measured, docs/PYTHON.md).
+
+    result = paisoar.train("configs/fashion_mnist.yaml", model=MyCnn(),
+                           overrides={"train.epochs": 2, "optimizer.lr": 0.1})
+
+Run it on every rank (`paisoar launch --nproc_per_node 2 -- script.py`).
+"""
+import torch
+
+from ._native import _C
+
+
+def _flatten(overrides):
+    if isinstance(overrides, dict):
+        return [f"{key}={_yaml(value)}" for key, value in overrides.items()]
+    return [str(o) for o in overrides]
+
+
+def _yaml(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yaml(v) for v in value) + "]"
+    return str(value)
+
+
+def train(config=None, model=None, dataset=None, eval_dataset=None, overrides=()):
+    """Trains and returns {steps, global_step, resumed_from, seconds,
+    samples_per_s, final_loss, accuracy, time_to_target_s}. `config`: a YAML
+    path (None: the built-in defaults); `overrides`: {"key.path": value} or
+    ["key.path=value"], as `--set`. `model` maps a batch of inputs to logits;
+    the Trainer moves it to `device` and owns its optimizer. `dataset` and
+    `eval_dataset`: paisoar.data sets (ImageFolder, RecordShards, IdxDataset)
+    instead of the config's `data.*`. Collective: every rank calls it."""
+    if model is not None and not isinstance(model, torch.nn.Module):
+        raise TypeError(f"paisoar.train: model must be a torch.nn.Module, got {type(model).__name__}")
+    for name, value in (("dataset", dataset), ("eval_dataset", eval_dataset)):
+        if value is not None and not isinstance(value, _C.Dataset):
+            raise TypeError(f"paisoar.train: {name} must be a paisoar.data set (ImageFolder, RecordShards, "
+                            f"IdxDataset), got {type(value).__name__}; a torch Dataset goes through "
+                            "paisoar.data.DataLoader in your own loop instead")
+    if eval_dataset is not None and dataset is None:
+        raise ValueError("paisoar.train: eval_dataset needs dataset too (or neither: the config's data)")
+    params = list(model.named_parameters()) if model is not None else []
+    buffers = list(model.named_buffers()) if model is not None else []
+    return _C.train("" if config is None else str(config), _flatten(overrides), model,
+                    [n for n, _ in params], [p for _, p in params], [n for n, _ in buffers],
+                    [b for _, b in buffers], dataset, eval_dataset)
