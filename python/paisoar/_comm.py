@@ -64,6 +64,6 @@ def has_group():
 
 def process_group_backend(process_group=None):
     """torch.distributed's backend name for the group ('gloo', 'nccl', ...), or None."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return None
+    if isinstance(process_group, _C.Communicator) or not (dist.is_available() and dist.is_initialized()):
+        return None  # paisoar's own group serves CPU and CUDA tensors
     return dist.get_backend(process_group)
