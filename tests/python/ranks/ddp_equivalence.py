@@ -17,7 +17,7 @@ per-rank data, 10 SGD steps (momentum, a BatchNorm's buffers broadcast):
 Every rank checks, and exits 1 naming the parameter and the difference.
 Prints "DDP-EQUIVALENCE <mode> OK max_diff=...". Usage: ddp_equivalence.py MODE
 """
-import os
+import gc
 import sys
 
 import torch
@@ -132,6 +132,7 @@ def main():
     # backend lives into interpreter shutdown, where a worker thread releasing
     # a Python-owned tensor aborts the process (1 run in ~20 here).
     del torch_ddp
+    gc.collect()  # its comm hook's state may hold it in a cycle
     dist.destroy_process_group()
 
 
