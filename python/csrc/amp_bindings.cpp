@@ -7,6 +7,7 @@
 
 #include "paisoar/amp/dtype_choice.h"
 #include "paisoar/amp/grad_scaler.h"
+#include "paisoar/amp/precision.h"
 #include "paisoar/comm/communicator.h"
 
 namespace paisoar::python {
@@ -56,6 +57,21 @@ void bind_amp(py::module_& m) {
       .def_property_readonly("growth_tracker", &GradScaler::growth_tracker)
       .def("state_dict", &GradScaler::state_dict)
       .def("load_state_dict", &GradScaler::load_state_dict);
+
+  py::class_<amp::PrecisionPolicy>(m, "PrecisionPolicy")
+      .def(py::init<>())
+      .def(
+          "add",
+          [](amp::PrecisionPolicy& p, const std::string& pattern, const std::string& precision) {
+            p.add(pattern, amp::parse_precision(precision));
+          },
+          py::arg("pattern"), py::arg("precision"))
+      .def(
+          "precision_for",
+          [](const amp::PrecisionPolicy& p, const std::string& module_name) {
+            return std::string(amp::to_string(p.precision_for(module_name)));
+          },
+          "'inherit', 'fp32' or 'low' for a dotted module name");
 
   m.def(
       "autocast_dtype",

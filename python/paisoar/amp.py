@@ -1,8 +1,8 @@
 """Mixed precision with PyTorch's names: autocast (the device and dtype chosen
 by paisoar's `auto` rule when not given), GradScaler (paisoar's C++ scaler:
 ATen's fused unscale-and-check, and an inf/NaN verdict agreed by every rank
-when a process group is up, so no rank steps while another skips), and
-custom_fwd/custom_bwd.
+when a process group is up, so no rank steps while another skips),
+custom_fwd/custom_bwd, and the precision policy by module name.
 
     scaler = amp.GradScaler()
     with amp.autocast():
@@ -15,7 +15,7 @@ import functools
 
 import torch
 
-from . import _comm
+from . import _comm, _module_wrap
 from ._native import _C
 
 _DTYPES = {"Float": torch.float32, "BFloat16": torch.bfloat16, "Half": torch.float16}
@@ -184,3 +184,64 @@ class GradScaler:
         for key in ("growth_factor", "backoff_factor", "growth_interval"):
             if key in state_dict:
                 self._options[key] = type(self._options[key])(state_dict[key])
+
+
+# --- the precision policy by module name -------------------------------------
+
+_PINNED = "_paisoar_pinned_forward"
+
+
+def precision_policy(model, rules, device_type=None):
+    """Pins the precision of `model`'s submodules by name, as the config's
+    `amp.policy` does for the C++ Trainer: `rules` maps "fp32" (autocast off,
+    floating inputs cast to float32: for precision-sensitive layers) or "low"
+    (autocast on in the device's low dtype, inputs cast to it) to lists of
+    patterns ("head", "*.norm", "blocks.*.mlp"; `*` also matches dots; the
+    last matching rule wins). The outermost matching module is pinned.
+    Returns {name: precision}. Raises ValueError for a pattern matching no
+    module. `remove_precision_policy(model)` undoes it.
+
+        amp.precision_policy(model, {"fp32": ["head", "*.norm"]})
+        with amp.autocast():
+            loss = criterion(model(x), y)      # the head and the norms in fp32
+    """
+    policy = _C.PrecisionPolicy()
+    names = [name for name, _ in model.named_modules() if name]
+    for precision, patterns in rules.items():
+        for pattern in patterns:
+            policy.add(pattern, precision)
+            single = _C.PrecisionPolicy()
+            single.add(pattern, precision)
+            if not any(single.precision_for(n) != "inherit" for n in names):
+                raise ValueError(f"precision policy: the pattern '{pattern}' matches no module of "
+                                 f"{type(model).__name__}; its modules are: {', '.join(names)}")
+    remove_precision_policy(model)
+    device = device_type or default_device_type()
+    low = auto_dtype(device)[1] if device == "cuda" else torch.bfloat16
+    chosen = _module_wrap.matched_modules(model, lambda name: policy.precision_for(name) != "inherit")
+    pinned = {}
+    for name, module in chosen:
+        precision = policy.precision_for(name)
+        dtype = torch.float32 if precision == "fp32" else low
+        _module_wrap.wrap_forward(module, _PINNED, _pinned_forward, device, dtype)
+        pinned[name] = precision
+    return pinned
+
+
+def remove_precision_policy(model):
+    _module_wrap.unwrap_all(model, _PINNED)
+
+
+def _cast(value, dtype):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def _pinned_forward(forward, device, dtype, *args, **kwargs):
+    args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
+    with torch.autocast(device, dtype=None if dtype == torch.float32 else dtype,
+                        enabled=dtype != torch.float32):
+        return forward(*args, **kwargs)

@@ -1,26 +1,25 @@
 """Activation checkpointing by module name: the modules whose dotted path
 matches a pattern ("layer*", "blocks.*"; `*` also matches dots, as in
-paisoar's config key `memory.activation_checkpointing`) keep no activations
+paisoar's config key `activation_checkpointing`) keep no activations
 in forward and recompute them in backward (torch.utils.checkpoint,
 non-reentrant, RNG state preserved), trading compute for memory.
 
     wrapped = checkpoint.apply(model, ["layer2", "layer3"])
 """
-import functools
-
 import torch
 import torch.utils.checkpoint
 
+from ._module_wrap import matched_modules, unwrap_all, wrap_forward
 from ._native import _C
 
 
 def apply(model, patterns, preserve_rng_state=True):
     """Checkpoints every submodule of `model` whose name matches one of
     `patterns` (the outermost one that is called, when a module and its
-    children match: a ModuleList's children, not the list);
-    returns the names wrapped. Raises ValueError for a pattern that matches
-    no module, listing the names there are. Call it again with other
-    patterns, or `remove(model)`, to change the choice."""
+    children match: a ModuleList's children, not the list); returns the names
+    wrapped. Raises ValueError for a pattern that matches no module, listing
+    the names there are. Call it again with other patterns, or `remove(model)`,
+    to change the choice."""
     policy = _C.CheckpointPolicy(list(patterns))
     names = [name for name, _ in model.named_modules() if name]
     for pattern in policy.patterns:
@@ -28,25 +27,18 @@ def apply(model, patterns, preserve_rng_state=True):
             raise ValueError(f"activation checkpointing: the pattern '{pattern}' matches no module of "
                              f"{type(model).__name__}; its modules are: {', '.join(names)}")
     remove(model)
-    wrapped = []
-    for name, module in model.named_modules():
-        if not name or not policy.matches(name) or any(name.startswith(w + ".") for w in wrapped):
-            continue
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict)):
-            continue  # containers are iterated, never called: their children are checkpointed
-        forward = module.forward
-        module._paisoar_forward = forward
-        module.forward = functools.partial(_checkpointed, forward, preserve_rng_state)
-        wrapped.append(name)
-    return wrapped
+    chosen = matched_modules(model, policy.matches)
+    for _, module in chosen:
+        wrap_forward(module, _KIND, _checkpointed, preserve_rng_state)
+    return [name for name, _ in chosen]
 
 
 def remove(model):
     """Undoes apply(): every module computes and keeps its activations again."""
-    for module in model.modules():
-        if "_paisoar_forward" in vars(module):
-            module.forward = module._paisoar_forward
-            del module._paisoar_forward
+    unwrap_all(model, _KIND)
+
+
+_KIND = "_paisoar_checkpointed_forward"
 
 
 def _checkpointed(forward, preserve_rng_state, *args, **kwargs):

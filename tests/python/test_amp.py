@@ -136,3 +136,23 @@ def test_custom_fwd_runs_the_function_in_fp32_under_autocast():
 def test_ranks_agree_on_an_inf_found_by_one(launch):
     out = launch("scaler_verdict.py")
     assert out.count("SCALER-VERDICT OK") == 2, out
+
+
+def test_precision_policy_pins_modules_by_name():
+    model = torch.nn.Sequential()
+    model.add_module("body", torch.nn.Linear(4, 8))
+    model.add_module("head", torch.nn.Linear(8, 2))
+    outputs = {}
+    for name in ("body", "head"):
+        getattr(model, name).register_forward_hook(lambda m, i, o, name=name: outputs.__setitem__(name, o.dtype))
+    assert amp.precision_policy(model, {"fp32": ["head"]}, device_type="cpu") == {"head": "fp32"}
+    with amp.autocast(device_type="cpu", dtype=torch.bfloat16):
+        y = model(torch.ones(3, 4))
+    assert outputs == {"body": torch.bfloat16, "head": torch.float32} and y.dtype == torch.float32
+    amp.remove_precision_policy(model)
+    with amp.autocast(device_type="cpu", dtype=torch.bfloat16):
+        assert model(torch.ones(3, 4)).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="'tail' matches no module"):
+        amp.precision_policy(model, {"fp32": ["tail"]})
+    with pytest.raises(ValueError, match="fp8"):
+        amp.precision_policy(model, {"fp8": ["head"]})
