@@ -28,10 +28,22 @@ def communicator(process_group=None):
     if process_group is None and dist.is_available() and dist.is_initialized():
         process_group = dist.group.WORLD
     if process_group is not None:
+        if not _serves_cpu(process_group):
+            # paisoar's engines agree on small CPU tensors (which gradients
+            # arrived, the inf/NaN verdict); a group without a CPU backend
+            # (init_process_group("nccl")) cannot carry them, so paisoar's own
+            # group does the work: NCCL of its own for CUDA tensors, shared
+            # memory or Gloo for the CPU ones.
+            return own_group()
         comm = _C.Communicator.over_process_group(process_group)  # not collective: cheap
         _adopted.add(comm)
         return comm
     return own_group()
+
+
+def _serves_cpu(process_group):
+    backend = str(dist.get_backend(process_group)).lower()
+    return "nccl" not in backend or "cpu:" in backend
 
 
 def own_group():
