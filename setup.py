@@ -3,10 +3,13 @@ repository against the torch of the environment being installed into, builds
 libpaisoar, the extension paisoar._C and the CLI (paisoar, paisoar-core), and
 the `python` install component places them inside the package.
 
-build/ is shared with scripts/build.sh: when it is already configured (tests,
-benchmarks) only the extension is compiled; otherwise it is configured with
-the library and the CLI only. PAISOAR_BUILD_DIR picks another directory.
+build/ is shared with scripts/build.sh: when it is already configured against
+this torch (tests, benchmarks) only the extension is compiled; unconfigured,
+it is configured with the library and the CLI only; configured against
+another torch (another environment), build-python-<hash>/ is used instead.
+PAISOAR_BUILD_DIR picks a directory. Editable installs (-e) are not supported.
 """
+import hashlib
 import os
 import re
 import shutil
@@ -45,10 +48,35 @@ def torch_version(torch_dir):
     return match.group(1)
 
 
+def cached(build_dir, key):
+    """A CMakeCache.txt entry of `build_dir`, or None."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.exists():
+        return None
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith(key + ":"):
+            return line.split("=", 1)[1]
+    return None
+
+
+def choose_build_dir(torch_cmake):
+    """build/ (shared with scripts/build.sh) when it is unconfigured or was
+    configured against this torch; else a directory of this environment's
+    own, so one torch's headers never meet another's cached libraries."""
+    if "PAISOAR_BUILD_DIR" in os.environ:
+        return Path(os.environ["PAISOAR_BUILD_DIR"])
+    shared = ROOT / "build"
+    known = cached(shared, "Torch_DIR")
+    if known is None or Path(known).resolve() == torch_cmake.resolve():
+        return shared
+    tag = hashlib.sha1(f"{torch_cmake.resolve()}|{sys.executable}".encode()).hexdigest()[:8]
+    return ROOT / f"build-python-{tag}"
+
+
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         torch_dir = environment_torch()
-        build_dir = Path(os.environ.get("PAISOAR_BUILD_DIR", ROOT / "build"))
+        build_dir = choose_build_dir(torch_dir / "share" / "cmake" / "Torch")
         configure = ["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DPAISOAR_BUILD_PYTHON=ON",
                      f"-DTorch_DIR={torch_dir / 'share' / 'cmake' / 'Torch'}",
                      f"-DPython3_EXECUTABLE={sys.executable}"]
@@ -66,7 +94,9 @@ class CMakeBuild(build_ext):
             subprocess.run(["cmake", "--install", str(build_dir), "--component", "python",
                             "--prefix", staging], check=True, env=env)
             shutil.copytree(Path(staging) / "paisoar", package, dirs_exist_ok=True, symlinks=False)
-        built = next(package.glob("_C*.so"))
+        built = next(package.glob("_C*.so"), None)
+        if built is None:
+            sys.exit(f"paisoar: the CMake install left no paisoar/_C*.so in {package}; see the build output above")
         target = Path(self.get_ext_fullpath(ext.name))
         if built.resolve() != target.resolve():
             target.parent.mkdir(parents=True, exist_ok=True)

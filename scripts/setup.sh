@@ -25,7 +25,7 @@ PACKAGES=(
                 # does not ship; nothing links Debian's libgloo (libtorch carries its own Gloo)
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
   libjpeg62-turbo-dev libpng-dev   # image decode/encode (libjpeg-turbo through the libjpeg API)
-  python3 python3-venv
+  python3 python3-venv python3-dev   # python3-dev: Python.h for `pip install .` (paisoar._C)
   dataset-fashion-mnist
   iproute2 procps
 )

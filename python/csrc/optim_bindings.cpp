@@ -87,8 +87,11 @@ class LayerwiseCore {
   }
 
   void set_state(size_t index, const py::dict& state) {
-    if (state.empty()) return;
     void* key = param(index).unsafeGetTensorImpl();
+    if (state.empty()) {  // none in Python (a fresh or loaded optimizer): none here either
+      optimizer_->state().erase(key);
+      return;
+    }
     if (kind_ == "lars") {
       auto s = std::make_unique<LARSParamState>();
       s->momentum_buffer(state["momentum_buffer"].cast<at::Tensor>());

@@ -67,15 +67,25 @@ void bind_zero(py::module_& m) {
              auto out = std::make_unique<PythonZero>();
              out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
              PythonZero* self = out.get();
-             auto factory = [self, make_inner](const std::vector<zero::ShardParam>& shard) {
+             // The callable is held by pointer, so copies of the std::function
+             // made while the GIL is released touch no Python reference count.
+             auto inner_maker = std::shared_ptr<py::function>(new py::function(std::move(make_inner)),
+                                                              [](py::function* f) {
+                                                                py::gil_scoped_acquire gil;
+                                                                delete f;
+                                                              });
+             zero::OptimizerFactory factory = [self, inner_maker](const std::vector<zero::ShardParam>& shard) {
                std::vector<torch::Tensor> tensors = zero::tensors_of(shard);
                py::gil_scoped_acquire gil;
-               auto inner = std::make_unique<PythonShardOptimizer>(tensors, make_inner(tensors));
+               auto inner = std::make_unique<PythonShardOptimizer>(tensors, (*inner_maker)(tensors));
                self->inner = inner.get();
                return std::unique_ptr<torch::optim::Optimizer>(std::move(inner));
              };
-             py::gil_scoped_release release;  // collective
-             out->optimizer = std::make_unique<zero::ZeroOptimizer>(out->mirror, std::move(comm), factory, options);
+             {
+               py::gil_scoped_release release;  // collective
+               out->optimizer =
+                   std::make_unique<zero::ZeroOptimizer>(out->mirror, std::move(comm), std::move(factory), options);
+             }
              return out;
            }),
            py::arg("parameter_names"), py::arg("parameters"), py::arg("buffer_names"), py::arg("buffers"),
@@ -98,6 +108,10 @@ void bind_zero(py::module_& m) {
              d["optimizer_state"] = mem.optimizer_state;
              return d;
            })
+      .def(
+          "clip_grad_norm_", [](PythonZero& z, double max_norm) { return z.optimizer->clip_grad_norm_(max_norm); },
+          py::arg("max_norm"), py::call_guard<py::gil_scoped_release>(),
+          "Global-norm clipping over every rank's shard (collective); returns the norm before clipping.")
       .def(
           "full_parameters", [](PythonZero& z) { return z.optimizer->full_parameters(); },
           py::call_guard<py::gil_scoped_release>());

@@ -6,6 +6,7 @@ import atexit
 import os
 import weakref
 
+import torch
 import torch.distributed as dist
 
 from ._native import _C
@@ -28,22 +29,46 @@ def communicator(process_group=None):
     if process_group is None and dist.is_available() and dist.is_initialized():
         process_group = dist.group.WORLD
     if process_group is not None:
-        if not _serves_cpu(process_group):
-            # paisoar's engines agree on small CPU tensors (which gradients
-            # arrived, the inf/NaN verdict); a group without a CPU backend
-            # (init_process_group("nccl")) cannot carry them, so paisoar's own
-            # group does the work: NCCL of its own for CUDA tensors, shared
-            # memory or Gloo for the CPU ones.
-            return own_group()
+        if not serves_device(process_group, "cpu"):
+            return _own_group_for(process_group)
         comm = _C.Communicator.over_process_group(process_group)  # not collective: cheap
         _adopted.add(comm)
         return comm
     return own_group()
 
 
-def _serves_cpu(process_group):
-    backend = str(dist.get_backend(process_group)).lower()
-    return "nccl" not in backend or "cpu:" in backend
+def serves_device(process_group, device_type):
+    """Whether torch.distributed's group (or the default one) has a backend
+    for tensors on `device_type`; True for paisoar's own group and when
+    torch.distributed is not initialised."""
+    if isinstance(process_group, _C.Communicator) or not (dist.is_available() and dist.is_initialized()):
+        return True
+    group = process_group if process_group is not None else dist.group.WORLD
+    try:
+        group._get_backend(torch.device(device_type))
+        return True
+    except (RuntimeError, ValueError):
+        return False
+
+
+def _own_group_for(process_group):
+    """paisoar's engines agree on small CPU tensors (which gradients arrived,
+    the inf/NaN verdict); a group without a CPU backend
+    (init_process_group("nccl")) cannot carry them. paisoar's own group of
+    the job (its own NCCL for CUDA tensors, shared memory or Gloo for the
+    CPU ones) does the work instead when it is the same world: the job's
+    environment names this rank and world size. Anything else (a subgroup,
+    ranks spawned without RANK/WORLD_SIZE) would average over the wrong
+    ranks, so it is refused on every rank alike."""
+    same_world = (process_group is dist.group.WORLD
+                  and os.environ.get("WORLD_SIZE") == str(dist.get_world_size())
+                  and os.environ.get("RANK") == str(dist.get_rank()))
+    if not same_world:
+        raise ValueError(
+            f"paisoar: the torch.distributed group (backend '{dist.get_backend(process_group)}') has no CPU "
+            "backend, which paisoar needs for its small agreement collectives; call "
+            "init_process_group(backend='cpu:gloo,cuda:nccl')")
+    return own_group()
 
 
 def own_group():

@@ -43,13 +43,16 @@ def auto_dtype(device_type):
 
 
 class autocast(torch.autocast):
-    """torch.autocast with the device type and dtype optional: device_type
+    """torch.autocast (the same argument order) with the device type and dtype
+    optional; a bool first argument is `enabled`. device_type
     defaults to the model's (or cuda when available, else cpu); dtype to the
     `auto` rule, which leaves autocast off where low precision is slower than
     fp32 (CPUs without bf16 kernels). Usable as a context manager and as a
     decorator, like torch.autocast."""
 
-    def __init__(self, enabled=True, dtype=None, device_type=None, cache_enabled=None):
+    def __init__(self, device_type=None, dtype=None, enabled=True, cache_enabled=None):
+        if isinstance(device_type, bool):  # autocast(False): the article's positional `enabled`
+            device_type, enabled = None, device_type
         device_type = device_type or default_device_type()
         if dtype is None:
             fast, dtype, _ = auto_dtype(device_type)
@@ -91,17 +94,31 @@ class GradScaler:
                              enabled=bool(enabled), min_scale=float(min_scale))
         self._process_group = process_group
         self._scaler = None
+        self._loaded = None  # a state loaded before the first step
         # Checks the arguments now, as torch does, with no group needed.
         _C.GradScaler(**self._options, comm=None)
 
     def _core(self):
-        # Created on first use, when the script's process group (if any) exists.
+        # Created at the first scale/unscale_/step (every rank gets there), when
+        # the script's process group, if any, exists: joining a group is collective.
         if self._scaler is None:
-            comm = None
+            self._comm = None
             if self._process_group is not None or _comm.has_group():
-                comm = _comm.communicator(self._process_group)
-            self._scaler = _C.GradScaler(**self._options, comm=comm)
+                self._comm = _comm.communicator(self._process_group)
+            self._scaler = _C.GradScaler(**self._options, comm=self._comm)
+            if self._loaded is not None:
+                self._scaler.load_state_dict(self._loaded)
         return self._scaler
+
+    def _state(self):
+        """The state as C++ holds it, without joining a group before the first step."""
+        if self._scaler is not None:
+            return {k: v.item() for k, v in self._scaler.state_dict().items()}
+        if self._loaded is not None:
+            return {k: v.item() for k, v in self._loaded.items()}
+        return {"scale": self._options["init_scale"], "growth_factor": self._options["growth_factor"],
+                "backoff_factor": self._options["backoff_factor"],
+                "growth_interval": self._options["growth_interval"], "_growth_tracker": 0, "skipped_steps": 0}
 
     def scale(self, outputs):
         """outputs * scale: a tensor, or (nested) lists and tuples of them."""
@@ -141,7 +158,7 @@ class GradScaler:
             self._core().update()
 
     def get_scale(self):
-        return self._core().get_scale() if self._options["enabled"] else 1.0
+        return float(self._state()["scale"]) if self._options["enabled"] else 1.0
 
     def is_enabled(self):
         return self._options["enabled"]
@@ -156,17 +173,18 @@ class GradScaler:
         return self._options["growth_interval"]
 
     def _get_growth_tracker(self):
-        return self._core().growth_tracker if self._options["enabled"] else 0
+        return int(self._state()["_growth_tracker"]) if self._options["enabled"] else 0
 
     @property
     def skipped_steps(self):
-        return self._core().skipped_steps
+        return int(self._state()["skipped_steps"])
 
     def state_dict(self):
         """torch.amp.GradScaler's keys (plus skipped_steps); {} when disabled."""
         if not self._options["enabled"]:
             return {}
-        state = {k: v.item() for k, v in self._core().state_dict().items()}
+        state = self._state()
+        state["scale"] = float(state["scale"])
         state["growth_interval"] = int(state["growth_interval"])
         state["_growth_tracker"] = int(state["_growth_tracker"])
         state["skipped_steps"] = int(state["skipped_steps"])
@@ -180,7 +198,11 @@ class GradScaler:
                                "disabled GradScaler")
         tensors = {k: torch.tensor(v, dtype=torch.float64 if isinstance(v, float) else torch.int64)
                    for k, v in state_dict.items() if isinstance(v, (int, float))}
-        self._core().load_state_dict(tensors)
+        _C.GradScaler(**self._options, comm=None).load_state_dict(tensors)  # checks it now
+        if self._scaler is not None:
+            self._scaler.load_state_dict(tensors)
+        else:
+            self._loaded = tensors
         for key in ("growth_factor", "backoff_factor", "growth_interval"):
             if key in state_dict:
                 self._options[key] = type(self._options[key])(state_dict[key])

@@ -86,11 +86,12 @@ class WarmupDecay(torch.optim.lr_scheduler.LambdaLR):
 
     def __init__(self, optimizer, warmup_steps=0, total_steps=0, decay="cosine", warmup_start_factor=0.0,
                  final_factor=0.0, power=1.0, gamma=0.1, step_size=0, milestones=(), last_epoch=-1):
-        self.schedule = _C.LrScheduleOptions(int(warmup_steps), float(warmup_start_factor), decay,
-                                             int(total_steps), float(final_factor), float(power), float(gamma),
-                                             int(step_size), [int(m) for m in milestones])
-        factor = self.schedule.factor
-        super().__init__(optimizer, lambda step: factor(step), last_epoch=last_epoch)
+        # Checked now; held by the lambda only, so state_dict() (LambdaLR saves
+        # every attribute) stays plain numbers that torch.save can write.
+        schedule = _C.LrScheduleOptions(int(warmup_steps), float(warmup_start_factor), decay,
+                                        int(total_steps), float(final_factor), float(power), float(gamma),
+                                        int(step_size), [int(m) for m in milestones])
+        super().__init__(optimizer, lambda step: schedule.factor(step), last_epoch=last_epoch)
 
 
 def scaled_lr(base_lr, global_batch, base_batch):

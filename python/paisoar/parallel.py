@@ -36,14 +36,12 @@ def _check_devices(module, params, device_ids, process_group):
     if device_ids is not None and device.type == "cpu":
         raise ValueError("DistributedDataParallel: device_ids must be None for a module on the CPU "
                          f"(got {device_ids}); pass device_ids only for a CUDA module")
-    backend = _comm.process_group_backend(process_group)
-    wants = {"cpu": "gloo", "cuda": "nccl"}.get(device.type)
-    if backend is not None and wants is not None and wants not in str(backend).split(":")[-1] \
-            and wants not in str(backend):
-        raise ValueError(f"DistributedDataParallel: the module is on {device} but the process group's "
-                         f"backend is '{backend}', which does not serve it; call "
-                         f"torch.distributed.init_process_group(backend='{wants}') (or "
-                         "'cpu:gloo,cuda:nccl'), or move the module to the device its backend serves")
+    if not _comm.serves_device(process_group, device.type):
+        wants = {"cpu": "gloo", "cuda": "nccl"}.get(device.type, "a backend for it")
+        raise ValueError(f"DistributedDataParallel: the module is on {device}, but the process group "
+                         f"(backend '{_comm.process_group_backend(process_group)}') has no backend for "
+                         f"{device.type}; call torch.distributed.init_process_group(backend='{wants}') "
+                         "(or 'cpu:gloo,cuda:nccl'), or move the module to the device its backend serves")
     return device
 
 
@@ -130,7 +128,11 @@ class DistributedDataParallel(torch.nn.Module):
                 "gradient_compression='fp16'|'bf16'|'int8'|'powersgd'")
         self._options["compression"] = mapping[name]
         if name == "powerSGD_hook":
+            # The rank and error feedback are read; paisoar's PowerSGD always
+            # warm-starts and compresses from the first step (torch's
+            # start_powerSGD_iter allreduces plainly until then).
             self._options["powersgd_rank"] = int(state.matrix_approximation_rank)
+            self._options["error_feedback"] = bool(state.use_error_feedback)
         self._reducer.set_compression(self._options["compression"], self._options["powersgd_rank"],
                                       self._options["error_feedback"])
 

@@ -23,6 +23,8 @@ def _flatten(overrides):
 
 
 def _yaml(value):
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):

@@ -39,9 +39,9 @@ class ZeroOptimizer(torch.optim.Optimizer):
         if not params:
             raise ValueError("ZeroOptimizer: the model has no parameter that requires grad")
         buffers = list(model.named_buffers())
+        self._comm = _comm.communicator(process_group)  # kept: released at exit with the others
         self._core = _C.ZeroOptimizer([n for n, _ in params], [p for _, p in params],
-                                      [n for n, _ in buffers], [b for _, b in buffers],
-                                      _comm.communicator(process_group), int(stage), float(bucket_cap_mb),
+                                      [n for n, _ in buffers], [b for _, b in buffers], self._comm, int(stage), float(bucket_cap_mb),
                                       float(first_bucket_mb), bool(overlap), bool(find_unused_parameters),
                                       lambda shard: optimizer_class(shard, **optimizer_kwargs))
         self.inner = self._core.inner
@@ -86,11 +86,19 @@ class ZeroOptimizer(torch.optim.Optimizer):
                                       for t in s.values() if isinstance(t, torch.Tensor))
         return held
 
+    def clip_grad_norm_(self, max_norm):
+        """Clips the averaged gradients to a global norm over every rank's
+        shard (collective; torch.nn.utils.clip_grad_norm_ on the model's
+        parameters would see no gradients at stage 2, and only this rank's
+        shard at stage 1). Returns the norm before clipping."""
+        return self._core.clip_grad_norm_(float(max_norm))
+
     def full_parameters(self):
         """Collective: every parameter whole (fp32), gathered from the shards."""
         return self._core.full_parameters()
 
     def state_dict(self):
+        """This rank's shard of the optimizer state: save one per rank."""
         return self.inner.state_dict()
 
     def load_state_dict(self, state_dict):

@@ -111,6 +111,27 @@ def test_autocast_follows_the_auto_rule_and_explicit_dtypes():
             assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.float32
 
 
+def test_autocast_takes_torchs_argument_order_and_a_leading_bool():
+    with amp.autocast("cpu", torch.bfloat16):
+        assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.bfloat16
+    with amp.autocast("cpu", torch.bfloat16):
+        with amp.autocast(False):
+            assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_scaler_state_before_the_first_step_joins_no_group():
+    scaler = amp.GradScaler(init_scale=512.0)
+    assert scaler.get_scale() == 512.0 and scaler.state_dict()["scale"] == 512.0
+    scaler.load_state_dict({"scale": 64.0, "growth_factor": 2.0, "backoff_factor": 0.5,
+                            "growth_interval": 10, "_growth_tracker": 3})
+    assert scaler.get_scale() == 64.0 and scaler._scaler is None
+    model, opt = model_and_optimizer()
+    scaler.scale(model(torch.ones(1, 8)).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 64.0 and scaler._get_growth_tracker() == 4
+
+
 def test_custom_fwd_runs_the_function_in_fp32_under_autocast():
     class Square(torch.autograd.Function):
         @staticmethod

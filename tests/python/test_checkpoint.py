@@ -56,3 +56,16 @@ def test_outermost_match_wins_and_unknown_patterns_are_named():
     assert checkpoint.apply(model, ["blocks.1", "blocks.1.0"]) == ["blocks.1"]
     with pytest.raises(ValueError, match="'layer\\*' matches no module.*blocks.0"):
         checkpoint.apply(model, ["layer*"])
+
+
+def test_checkpointing_and_precision_pins_stack_and_undo_separately():
+    from paisoar import amp
+
+    model = Net()
+    checkpoint.apply(model, ["head"])
+    amp.precision_policy(model, {"fp32": ["head"]}, device_type="cpu")
+    checkpoint.remove(model)
+    with amp.autocast(device_type="cpu", dtype=torch.bfloat16):
+        assert model(torch.randn(2, 32)).dtype == torch.float32  # the pin survived
+    amp.remove_precision_policy(model)
+    assert "forward" not in vars(model.head)

@@ -20,11 +20,14 @@ def test_models_that_differ_across_ranks_fail_on_every_rank(launch):
 
 def test_a_process_group_that_does_not_serve_the_device_is_refused():
     import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from torch.testing._internal.distributed.fake_pg import FakeStore, _create_fake_pg
 
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    # A backend for CUDA only, as NCCL is: a CPU module cannot use it.
+    if "cudaonly" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("cudaonly", _create_fake_pg, extended_api=True, devices=["cuda"])
+    dist.init_process_group("cudaonly", store=FakeStore(), rank=0, world_size=2)
     try:
-        with pytest.raises(ValueError, match=r"backend is 'fake'.*init_process_group\(backend='gloo'\)"):
+        with pytest.raises(ValueError, match=r"has no backend for cpu.*init_process_group\(backend='gloo'\)"):
             paisoar.DistributedDataParallel(torch.nn.Linear(4, 2))
     finally:
         dist.destroy_process_group()

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from common import MyCNN, device, dist_backend, image_set, parameter_digest
+from common import MyCNN, device, dist_backend, image_set, parameter_digest, finish
 
 checkpoint_path = sys.argv[1]
 accumulate = len(sys.argv) > 2 and sys.argv[2] == "accumulate"
@@ -96,3 +96,4 @@ if rank == 0:
         sys.exit(f"ARTICLE {name} FAILED: the checkpoint's keys are not DDP's: {list(saved)[:3]}")
 print(f"ARTICLE {name} OK rank {rank} loss {before:.4f} -> {after:.4f}")
 dist.destroy_process_group()
+finish()

@@ -37,3 +37,22 @@ def image_set(samples=256, classes=4, on=device):
 def parameter_digest(model):
     """One float per rank to compare: the sum of all parameters, in float64."""
     return sum(p.detach().double().sum().item() for p in model.parameters())
+
+
+def finish():
+    """Ends a rank program that used a torch.distributed group, after its
+    checks passed and its output is flushed, without interpreter shutdown.
+
+    Known bug (issue #21's note): once paisoar's collectives have run on a
+    torch.distributed Gloo group, the group's worker threads can outlive
+    destroy_process_group() into interpreter shutdown, and one releasing a
+    Python-owned tensor there aborts the process ("terminate called without
+    an active exception"; about 1 run in 10, after all work is done). Pure
+    torch and paisoar's own group do not show it. Until it is fixed, the test
+    programs skip the shutdown instead of failing on it at random."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

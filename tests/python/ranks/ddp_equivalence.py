@@ -21,10 +21,13 @@ import gc
 import sys
 
 import torch
+
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
 import paisoar
+
+from common import finish
 
 MODE = sys.argv[1]
 STEPS, BATCH, LR = 10, 16, 0.1
@@ -134,6 +137,7 @@ def main():
     del torch_ddp
     gc.collect()  # its comm hook's state may hold it in a cycle
     dist.destroy_process_group()
+    finish()
 
 
 main()

@@ -6,9 +6,12 @@ the exception (not hang, not crash) and print "DDP-ERRORS <mode> OK".
 import sys
 
 import torch
+
 import torch.distributed as dist
 
 import paisoar
+
+from common import finish
 
 mode = sys.argv[1]
 dist.init_process_group("gloo")
@@ -26,3 +29,4 @@ else:
     sys.exit(f"DDP-ERRORS {mode} FAILED: no error on rank {rank}")
 dist.barrier()
 dist.destroy_process_group()
+finish()

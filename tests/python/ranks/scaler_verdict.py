@@ -6,9 +6,12 @@ import math
 import sys
 
 import torch
+
 import torch.distributed as dist
 
 from paisoar import amp
+
+from common import finish
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -34,3 +37,4 @@ if weights[0] != weights[1]:
     sys.exit("SCALER-VERDICT FAILED: the ranks' weights differ")
 print(f"SCALER-VERDICT OK rank {rank}")
 dist.destroy_process_group()
+finish()

@@ -9,9 +9,12 @@ Usage: trainer_python_model.py RUN_DIR
 import sys
 
 import torch
+
 import torch.distributed as dist
 
 import paisoar
+
+from common import finish
 
 
 class Cnn(torch.nn.Module):
@@ -46,3 +49,4 @@ if len(set(digests)) != 1:
 print(f"TRAINER-PYTHON OK rank {dist.get_rank()} accuracy {result['accuracy']:.1f}% "
       f"{result['samples_per_s']:.0f} samples/s")
 dist.destroy_process_group()
+finish()

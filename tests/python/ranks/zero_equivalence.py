@@ -1,5 +1,6 @@
 """paisoar.zero.ZeroOptimizer (stage 1 or 2, AdamW on the shard, a GradScaler
-over it) against torch's DDP with AdamW, from the same weights and per-rank
+over it, global-norm clipping over the shards) against torch's DDP with AdamW
+and clip_grad_norm_, from the same weights and per-rank
 data, 10 steps: parameters within 1e-6 (AdamW is elementwise, so sharding
 changes no number), and this rank holding about half of AdamW's state.
 Prints "ZERO-EQUIVALENCE stage<N> OK". Usage: zero_equivalence.py STAGE
@@ -7,9 +8,12 @@ Prints "ZERO-EQUIVALENCE stage<N> OK". Usage: zero_equivalence.py STAGE
 import sys
 
 import torch
+
 import torch.distributed as dist
 
 from paisoar import amp, zero
+
+from common import finish
 
 STAGE = int(sys.argv[1])
 STEPS = 10
@@ -39,10 +43,13 @@ for step in range(STEPS):
     x, y = batch(rank, step)
     ours.zero_grad()
     scaler.scale(torch.nn.functional.cross_entropy(ours_model(x), y)).backward()
+    scaler.unscale_(ours)
+    ours.clip_grad_norm_(0.5)
     scaler.step(ours)
     scaler.update()
     theirs.zero_grad()
     torch.nn.functional.cross_entropy(theirs_model(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(theirs_model.parameters(), 0.5)
     theirs.step()
 worst = max((a.detach() - b.detach()).abs().max().item()
             for a, b in zip(ours_model.parameters(), theirs_model.parameters()))
@@ -56,3 +63,4 @@ if not held < 0.7 * full:
 print(f"ZERO-EQUIVALENCE stage{STAGE} OK rank {rank} max_diff={worst:.3g} state {held}/{full} bytes")
 del theirs_model
 dist.destroy_process_group()
+finish()
