@@ -1,5 +1,5 @@
-// Communicator for Python: paisoar's own group (from the launcher's
-// environment), or one over the group torch.distributed.init_process_group made.
+// Communicator for Python: paisoar's own group, joined from the launcher's
+// environment or over the ranks and store of a torch.distributed group.
 #include "bindings.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "paisoar/comm/communicator.h"
+#include "paisoar/comm/env.h"
 
 namespace paisoar::python {
 
@@ -46,13 +47,16 @@ void bind_comm(py::module_& m) {
           "Joins the job of the environment (paisoar launch, torchrun): collective.")
       .def_static(
           "over_process_group",
-          [](const c10::intrusive_ptr<::c10d::ProcessGroup>& group, double timeout_s) {
-            return Communicator::over_process_group(group, options_with_timeout(timeout_s));
+          [](const c10::intrusive_ptr<::c10d::ProcessGroup>& group, const std::vector<int>& global_ranks,
+             const std::string& backend, double timeout_s) {
+            comm::CommOptions options = options_with_timeout(timeout_s);
+            options.backend = comm::backend_named(backend, "backend");
+            return Communicator::over_process_group(group, global_ranks,
+                                                    comm::comm_options_from_env(comm::process_env(), options));
           },
-          py::arg("group"), py::arg("timeout_s") = 0.0,
-          "Collectives on the backends of a torch.distributed ProcessGroup.")
-      .def("release_process_group", &Communicator::release_process_group,
-           py::call_guard<py::gil_scoped_release>())
+          py::arg("group"), py::arg("global_ranks") = std::vector<int>{}, py::arg("backend") = "auto",
+          py::arg("timeout_s") = 0.0, py::call_guard<py::gil_scoped_release>(),
+          "paisoar's group over a torch.distributed group's ranks and store: collective.")
       .def_property_readonly("rank", &Communicator::rank)
       .def_property_readonly("size", &Communicator::size)
       .def_property_readonly("name", &Communicator::name)

@@ -98,7 +98,7 @@ Work Communicator::barrier() {
   if (s.size == 1) return Work(work);
   ::c10d::BarrierOptions opts;
   opts.timeout = s.options.timeout;
-  work->add(detail::submit(ctx, s, [&] { return s.any_backend().barrier(opts); }));
+  work->add(detail::submit(ctx, s, [&] { return s.cpu->barrier(opts); }));
   return Work(work);
 }
 

@@ -23,7 +23,6 @@ namespace detail {
 C10dGroup& GroupState::backend_for(const at::Tensor& tensor) {
   if (options.backend == Backend::Threads) return *cpu;
   bool cuda = tensor.defined() && tensor.is_cuda();
-  if (!adopted_from.empty()) return adopted_backend_for(*this, cuda);
   if (!cuda) {
     if (options.backend == Backend::Nccl) {
       throw CommError(describe("collective") +
@@ -148,11 +147,6 @@ std::shared_ptr<Communicator> Communicator::from_env(const CommOptions& base) {
 
 std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
   auto& parent = *state_;
-  if (!parent.adopted_from.empty()) {
-    C10_THROW_ERROR(NotImplementedError,
-                    "new_group on group '" + parent.name + "', a torch.distributed group: create "
-                    "subgroups with torch.distributed.new_group and pass them instead");
-  }
   std::sort(ranks.begin(), ranks.end());
   std::string listed;
   for (int r : ranks) listed += (listed.empty() ? "" : ",") + std::to_string(r);
@@ -192,7 +186,7 @@ const std::string& Communicator::name() const { return state_->name; }
 
 std::string Communicator::backend_name() const {
   if (!state_->cpu && !state_->nccl) return "released";
-  return state_->any_backend().getBackendName();
+  return state_->cpu->getBackendName();
 }
 const std::vector<int>& Communicator::global_ranks() const { return state_->global_ranks; }
 const CommOptions& Communicator::options() const { return state_->options; }

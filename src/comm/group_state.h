@@ -33,13 +33,8 @@ struct GroupState {
   std::vector<int> global_ranks;
   CommOptions options;
   std::shared_ptr<::gloo::transport::Device> gloo_device;  // null under Backend::Threads
-  // Present unless the group is a torch.distributed group without a CPU backend
-  // (adopted and NCCL only): Gloo, shm, or the in-process group under Backend::Threads.
-  C10dGroupPtr cpu;
-  C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl); given when adopted
-  // The group is torch.distributed's (Communicator::over_process_group): its
-  // backends are the ones it has, none is created here.
-  std::string adopted_from;  // its backend names ("gloo", "nccl", "gloo+nccl"); empty otherwise
+  C10dGroupPtr cpu;   // Gloo, shm, or the in-process group under Backend::Threads
+  C10dGroupPtr nccl;  // created on the first CUDA collective (Backend::Auto/Nccl)
   // Receive buffers; shared so that a Work outliving its Communicator can return one.
   std::shared_ptr<ScratchPool> scratch = std::make_shared<ScratchPool>();
   // Point-to-point works of collectives, kept alive until they complete even if
@@ -50,8 +45,6 @@ struct GroupState {
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
-  // The group for collectives without tensors (barrier) and for naming the backend.
-  C10dGroup& any_backend() const { return cpu ? *cpu : *nccl; }
   // Forms `cpu` over `store` (Gloo over gloo_device, shared memory, or in-process;
   // Auto takes shared memory when ranks_share_memory); collective.
   void form_cpu_group();
@@ -69,10 +62,6 @@ struct GroupState {
   // "allreduce #12 on rank 1 of group 'world' (size 2)", the prefix of every error.
   std::string describe(const std::string& op) const;
 };
-
-// backend_for of an adopted group: its backend for CPU or CUDA tensors, or a
-// CommError(InvalidArgument) naming the backend init_process_group needs.
-C10dGroup& adopted_backend_for(GroupState& state, bool cuda);
 
 // Called before each collective: numbers it and, when check_collectives is on,
 // verifies that every rank issues the same op over the same dtype and shape;

@@ -45,19 +45,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // again over the same store (e.g. after a failure); each call forms a new group.
   static std::shared_ptr<Communicator> create(const Store& store, int rank, int size,
                                               const CommOptions& options = {});
-  // The group that torch.distributed.init_process_group created (Python's
-  // default group, or any group from it): collectives run on its own backends,
-  // Gloo's for CPU tensors and NCCL's for CUDA ones, and a tensor on a device
-  // the group has no backend for is an error that says which backend to ask
-  // for. Not collective; new_group() still forms paisoar groups over its store.
+  // paisoar's group over the ranks and store of a group that
+  // torch.distributed created (Python's default group, or any group from it):
+  // the same members and ranks, paisoar's transports (as create()). Collective
+  // over the group's ranks, like create(); `global_ranks` are the members'
+  // ranks in torch's default group (empty: 0..size-1).
   static std::shared_ptr<Communicator> over_process_group(
-      const c10::intrusive_ptr<::c10d::ProcessGroup>& group, const CommOptions& options = {});
-  // Drops this Communicator's hold on a torch.distributed group's backends
-  // (over_process_group only), so that they are destroyed, and their threads
-  // joined, when torch drops them too (Python's exit: a backend kept past
-  // interpreter shutdown aborts when its worker releases a Python tensor).
-  // Later collectives throw. No effect on paisoar's own groups.
-  void release_process_group();
+      const c10::intrusive_ptr<::c10d::ProcessGroup>& group, const std::vector<int>& global_ranks = {},
+      const CommOptions& options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
