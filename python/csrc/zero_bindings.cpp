@@ -1,6 +1,7 @@
-// ZeRO stages 1-2 for Python: the C++ ZeroOptimizer (units, reduce-scatter
-// during backward, the all-gather after the step) over a Python module's own
-// tensors, with the user's torch.optim optimizer running on this rank's shard.
+// ZeRO for Python: the C++ ZeroOptimizer (units, reduce-scatter during
+// backward, the all-gather after the step; at stage 3 the gather and release
+// around each unit, driven by the Python module's hooks) over a Python
+// module's own tensors, with the user's torch.optim optimizer on this rank's shard.
 #include "bindings.h"
 
 #include <torch/optim/sgd.h>
@@ -22,11 +23,7 @@ class PythonShardOptimizer : public torch::optim::Optimizer {
   PythonShardOptimizer(std::vector<torch::Tensor> shard, py::object optimizer)
       : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(shard))},
                                 std::make_unique<torch::optim::SGDOptions>(0.0)),
-        optimizer_(new py::object(std::move(optimizer))) {}
-  ~PythonShardOptimizer() override {
-    py::gil_scoped_acquire gil;
-    delete optimizer_;
-  }
+        optimizer_(std::move(optimizer)) {}
 
   torch::Tensor step(LossClosure closure = nullptr) override {
     TORCH_CHECK(!closure, "ZeroOptimizer (Python): closures are not supported");
@@ -38,7 +35,7 @@ class PythonShardOptimizer : public torch::optim::Optimizer {
   py::object python() const { return *optimizer_; }
 
  private:
-  py::object* optimizer_;  // deleted with the GIL held
+  PyRef optimizer_;
 };
 
 struct PythonZero {
@@ -54,12 +51,12 @@ void bind_zero(py::module_& m) {
       .def(py::init([](const std::vector<std::string>& parameter_names, const std::vector<at::Tensor>& parameters,
                        const std::vector<std::string>& buffer_names, const std::vector<at::Tensor>& buffers,
                        std::shared_ptr<comm::Communicator> comm, int stage, double bucket_cap_mb,
-                       double first_bucket_mb, bool overlap, bool find_unused_parameters, py::function make_inner) {
-             TORCH_CHECK_VALUE(stage == 1 || stage == 2, "ZeroOptimizer: stage=", stage,
-                               " from Python: use 1 (optimizer state sharded) or 2 (and gradients); stage 3 "
-                               "needs a C++ zero::LayerList model");
+                       double first_bucket_mb, bool overlap, bool find_unused_parameters, py::function make_inner,
+                       const std::vector<std::vector<std::string>>& units) {
+             TORCH_CHECK_VALUE(stage != 3 || !units.empty(), "ZeroOptimizer: stage 3 from Python needs its units");
              zero::ZeroOptions options;
              options.stage = stage;
+             options.units = units;
              options.bucket_cap_mb = bucket_cap_mb;
              options.first_bucket_mb = first_bucket_mb;
              options.overlap = overlap;
@@ -67,13 +64,8 @@ void bind_zero(py::module_& m) {
              auto out = std::make_unique<PythonZero>();
              out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
              PythonZero* self = out.get();
-             // The callable is held by pointer, so copies of the std::function
-             // made while the GIL is released touch no Python reference count.
-             auto inner_maker = std::shared_ptr<py::function>(new py::function(std::move(make_inner)),
-                                                              [](py::function* f) {
-                                                                py::gil_scoped_acquire gil;
-                                                                delete f;
-                                                              });
+             // Copies of the factory are made while the GIL is released.
+             PyRef inner_maker(std::move(make_inner));
              zero::OptimizerFactory factory = [self, inner_maker](const std::vector<zero::ShardParam>& shard) {
                std::vector<torch::Tensor> tensors = zero::tensors_of(shard);
                py::gil_scoped_acquire gil;
@@ -90,12 +82,22 @@ void bind_zero(py::module_& m) {
            }),
            py::arg("parameter_names"), py::arg("parameters"), py::arg("buffer_names"), py::arg("buffers"),
            py::arg("comm"), py::arg("stage"), py::arg("bucket_cap_mb"), py::arg("first_bucket_mb"),
-           py::arg("overlap"), py::arg("find_unused_parameters"), py::arg("make_inner"))
+           py::arg("overlap"), py::arg("find_unused_parameters"), py::arg("make_inner"),
+           py::arg("units") = std::vector<std::vector<std::string>>{})
       .def_property_readonly("inner", [](const PythonZero& z) { return z.inner->python(); })
       .def(
           "step", [](PythonZero& z) { z.optimizer->step(); }, py::call_guard<py::gil_scoped_release>())
       .def(
           "zero_grad", [](PythonZero& z) { z.optimizer->zero_grad(); }, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "unit_forward_begin", [](PythonZero& z, size_t k) { z.optimizer->unit_forward_begin(k); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "unit_forward_end", [](PythonZero& z, size_t k) { z.optimizer->unit_forward_end(k); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "unit_backward_begin", [](PythonZero& z, size_t k) { z.optimizer->unit_backward_begin(k); },
+          py::call_guard<py::gil_scoped_release>())
       .def("set_sync", [](PythonZero& z, bool on) { z.optimizer->set_sync(on); })
       .def_property_readonly("sync", [](const PythonZero& z) { return z.optimizer->sync(); })
       .def_property_readonly("stage", [](const PythonZero& z) { return z.optimizer->stage(); })

@@ -1,9 +1,11 @@
-"""ZeRO stages 1 and 2 (Rajbhandari et al. 2020) for a Python model, over
-paisoar's C++ ZeroOptimizer: each rank keeps the optimizer state (stage 1)
-and the averaged gradients (stage 2) of its 1/N shard only; gradients are
-reduce-scattered during backward, unit by unit, and the updated shards are
-all-gathered after the step. Any torch.optim optimizer runs on the shard;
-elementwise ones (SGD, Adam, AdamW, ...) give the unsharded numbers.
+"""ZeRO stages 1-3 (Rajbhandari et al. 2020) for a Python model, over
+paisoar's C++ ZeroOptimizer: each rank keeps the optimizer state (stage 1),
+the averaged gradients (stage 2) and the parameters (stage 3) of its 1/N
+shard only; gradients are reduce-scattered during backward, unit by unit,
+and the updated shards are all-gathered after the step (stages 1-2) or each
+module's parameters just before it runs (stage 3). Any torch.optim optimizer
+runs on the shard; elementwise ones (SGD, Adam, AdamW, ...) give the
+unsharded numbers.
 
     opt = zero.ZeroOptimizer(model, torch.optim.AdamW, stage=2, lr=1e-3)
     for x, y in loader:
@@ -11,8 +13,11 @@ elementwise ones (SGD, Adam, AdamW, ...) give the unsharded numbers.
         loss_fn(model(x), y).backward()        # no DDP wrapper: ZeRO averages
         opt.step()
 
-Stage 3 (parameters sharded too) needs the model as a C++ zero::LayerList
-and is not offered from Python.
+Stage 3: each module that holds parameters of its own is a unit, gathered
+by a forward pre-hook, released by a forward hook, and gathered again by a
+hook on its output's gradient before its backward (the next unit prefetched
+each time). Between steps the model's parameters hold no memory: read them
+inside `opt.gathered()` (collective) or through `full_parameters()`.
 """
 import contextlib
 
@@ -20,6 +25,7 @@ import torch
 
 from . import _comm
 from ._native import _C
+from .parallel import _tensors_in
 
 
 class ZeroOptimizer(torch.optim.Optimizer):
@@ -32,18 +38,21 @@ class ZeroOptimizer(torch.optim.Optimizer):
                  first_bucket_mb=1.0, overlap=True, find_unused_parameters=False, **optimizer_kwargs):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"ZeroOptimizer shards a torch.nn.Module's parameters, got {type(model).__name__}")
-        if stage not in (1, 2):
-            raise ValueError(f"ZeroOptimizer: stage={stage} from Python: use 1 (optimizer state sharded) or 2 "
-                             "(and gradients); stage 3 needs the model as a C++ zero::LayerList")
+        if stage not in (1, 2, 3):
+            raise ValueError(f"ZeroOptimizer: stage={stage}: use 1 (optimizer state sharded), 2 (and "
+                             "gradients) or 3 (and parameters)")
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         if not params:
             raise ValueError("ZeroOptimizer: the model has no parameter that requires grad")
         buffers = list(model.named_buffers())
-        self._comm = _comm.communicator(process_group)  # kept: released at exit with the others
+        unit_modules, units = _stage3_units(model) if stage == 3 else ([], [])
+        self._comm = _comm.communicator(process_group)
         self._core = _C.ZeroOptimizer([n for n, _ in params], [p for _, p in params],
                                       [n for n, _ in buffers], [b for _, b in buffers], self._comm, int(stage), float(bucket_cap_mb),
                                       float(first_bucket_mb), bool(overlap), bool(find_unused_parameters),
-                                      lambda shard: optimizer_class(shard, **optimizer_kwargs))
+                                      lambda shard: optimizer_class(shard, **optimizer_kwargs), units)
+        self._units = len(units)
+        self._hooks = [h for k, module in enumerate(unit_modules) for h in _gather_around(module, self._core, k)]
         self.inner = self._core.inner
         self.model = model
         # torch.optim.Optimizer's bookkeeping (hooks, profiling names), then the
@@ -62,7 +71,7 @@ class ZeroOptimizer(torch.optim.Optimizer):
         return loss
 
     def zero_grad(self, set_to_none=True):
-        """Zeroes (stage 1) or releases (stage 2) every gradient this rank holds."""
+        """Zeroes (stage 1) or releases (stages 2-3) every gradient this rank holds."""
         self._core.zero_grad()
 
     @contextlib.contextmanager
@@ -97,9 +106,65 @@ class ZeroOptimizer(torch.optim.Optimizer):
         """Collective: every parameter whole (fp32), gathered from the shards."""
         return self._core.full_parameters()
 
+    @contextlib.contextmanager
+    def gathered(self):
+        """Stage 3, collective: inside, the model's parameters hold their
+        values (to read, evaluate or save them); released on exit. A no-op at
+        stages 1-2, whose parameters are always whole."""
+        for k in range(self._units):
+            self._core.unit_forward_begin(k)
+        try:
+            yield self.model
+        finally:
+            for k in range(self._units):
+                self._core.unit_forward_end(k)
+
     def state_dict(self):
         """This rank's shard of the optimizer state: save one per rank."""
         return self.inner.state_dict()
 
     def load_state_dict(self, state_dict):
         self.inner.load_state_dict(state_dict)
+
+
+def _stage3_units(model):
+    """Stage 3's units: each module with trainable parameters of its own
+    (not its children's), in registration order, and their parameter names
+    as the model names them."""
+    modules, units, owner = [], [], {}
+    for prefix, module in model.named_modules():
+        names = []
+        for name, p in module.named_parameters(recurse=False):
+            if not p.requires_grad:
+                continue
+            full = f"{prefix}.{name}" if prefix else name
+            if id(p) in owner:
+                raise ValueError(f"ZeroOptimizer(stage=3): parameter '{full}' is also '{owner[id(p)]}' (shared "
+                                 "between modules); stage 3 gathers each module's own parameters around its "
+                                 "forward, so a shared one cannot be sharded: use stage 2")
+            owner[id(p)] = full
+            names.append(full)
+        if names:
+            modules.append(module)
+            units.append(names)
+    return modules, units
+
+
+def _gather_around(module, core, k):
+    """The hooks that bracket unit k's forward with its gather and release,
+    and gather it again before its backward (a hook on each output that needs
+    a gradient runs before the module's own backward nodes)."""
+    def regather(grad):
+        core.unit_backward_begin(k)
+
+    def before(_module, _args):
+        core.unit_forward_begin(k)
+
+    def after(_module, _args, output):
+        if torch.is_grad_enabled():
+            for t in _tensors_in(output):
+                if t.requires_grad:
+                    t.register_hook(regather)
+        core.unit_forward_end(k)
+
+    return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]

@@ -72,19 +72,32 @@ void ZeroOptimizer::Impl::free_params(size_t u) {
   unit.gathered = false;
 }
 
-torch::Tensor ZeroOptimizer::Impl::run_layer(size_t k, const torch::Tensor& x,
-                                             const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+void ZeroOptimizer::Impl::unit_forward_begin(size_t k) {
+  TORCH_CHECK_INDEX(k < units_.size(), "ZeRO stage 3: unit ", k, " of ", units_.size());
+  std::lock_guard<std::mutex> lock(mutex_);
   wait_gathered(k);
   if (options_.prefetch && k + 1 < units_.size()) gather_async(k + 1);
+}
+
+void ZeroOptimizer::Impl::unit_forward_end(size_t k) {
+  TORCH_CHECK_INDEX(k < units_.size(), "ZeRO stage 3: unit ", k, " of ", units_.size());
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_params(k);
+}
+
+torch::Tensor ZeroOptimizer::Impl::run_layer(size_t k, const torch::Tensor& x,
+                                             const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  unit_forward_begin(k);
   torch::Tensor out = fn(x);
   if (torch::GradMode::is_enabled() && out.requires_grad()) {
     out = RegatherBeforeBackward::apply(out, reinterpret_cast<int64_t>(this), static_cast<int64_t>(k));
   }
-  free_params(k);
+  unit_forward_end(k);
   return out;
 }
 
 void ZeroOptimizer::Impl::on_pre_backward(size_t k) {
+  TORCH_CHECK_INDEX(k < units_.size(), "ZeRO stage 3: unit ", k, " of ", units_.size());
   std::lock_guard<std::mutex> lock(mutex_);
   wait_gathered(k);
   if (options_.prefetch && k > 0) gather_async(k - 1);

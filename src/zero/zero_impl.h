@@ -47,6 +47,7 @@ class ZeroOptimizer::Impl final : public grad::GradientSink {
 
   // --- construction (zero_optimizer.cpp)
   std::vector<std::vector<size_t>> plan_units() const;
+  std::vector<std::vector<size_t>> units_named() const;  // ZeroOptions::units as indices
   void build_units();
   void build_shard(const OptimizerFactory& factory);
   bool master_aliases_full() const;
@@ -80,7 +81,9 @@ class ZeroOptimizer::Impl final : public grad::GradientSink {
   // routed through the function that re-gathers it before its backward.
   torch::Tensor run_layer(size_t k, const torch::Tensor& x,
                           const std::function<torch::Tensor(const torch::Tensor&)>& fn);
-  void on_pre_backward(size_t k);
+  void unit_forward_begin(size_t k);  // gather k, prefetch k+1
+  void unit_forward_end(size_t k);    // release k
+  void on_pre_backward(size_t k);     // gather k, prefetch k-1
 
   ZeroOptimizer& owner_;
   std::shared_ptr<torch::nn::Module> model_;

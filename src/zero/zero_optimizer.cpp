@@ -75,8 +75,7 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
   build_units();
   build_shard(factory);
   start_engine();
-  if (options_.stage == 3) {
-    auto* layers = dynamic_cast<LayerListImpl*>(model_.get());
+  if (auto* layers = dynamic_cast<LayerListImpl*>(model_.get()); layers && options_.stage == 3) {
     layers->attach(this);
   }
   if (world_ == 1 && options_.warn_single_rank) {
@@ -87,10 +86,12 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
 }
 
 std::vector<std::vector<size_t>> ZeroOptimizer::Impl::plan_units() const {
+  if (options_.stage == 3 && !options_.units.empty()) return units_named();
   if (options_.stage == 3) {
     auto* layers = dynamic_cast<LayerListImpl*>(model_.get());
     TORCH_CHECK(layers, "ZeRO stage 3 needs the model as a paisoar::zero::LayerList (one unit per layer, "
-                "gathered around its forward and backward); wrap your layers in one, or use stage 2");
+                "gathered around its forward and backward) or ZeroOptions::units; wrap your layers "
+                "in one, or use stage 2");
     // Each layer's parameters, matched to the model's by identity.
     std::vector<std::vector<size_t>> units;
     std::vector<char> taken(params_.size(), 0);
@@ -117,6 +118,30 @@ std::vector<std::vector<size_t>> ZeroOptimizer::Impl::plan_units() const {
   return grad::detail::plan_buckets(tensors, order,
                                    static_cast<int64_t>(options_.first_bucket_mb * 1024 * 1024),
                                    static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024));
+}
+
+std::vector<std::vector<size_t>> ZeroOptimizer::Impl::units_named() const {
+  std::vector<std::vector<size_t>> units;
+  std::vector<int> unit_of(params_.size(), -1);
+  for (const auto& names : options_.units) {
+    std::vector<size_t> unit;
+    for (const auto& name : names) {
+      auto it = std::find(names_.begin(), names_.end(), name);
+      TORCH_CHECK_VALUE(it != names_.end(), "ZeroOptions::units names '", name,
+                        "', which is not a trainable parameter of the model");
+      const auto i = static_cast<size_t>(it - names_.begin());
+      TORCH_CHECK_VALUE(unit_of[i] < 0, "ZeroOptions::units: parameter '", name, "' is in units ",
+                        unit_of[i], " and ", units.size(), "; put each parameter in one unit");
+      unit_of[i] = static_cast<int>(units.size());
+      unit.push_back(i);
+    }
+    units.push_back(std::move(unit));
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    TORCH_CHECK_VALUE(unit_of[i] >= 0, "ZeroOptions::units: parameter '", names_[i],
+                      "' is in no unit; every trainable parameter must be in one");
+  }
+  return units;
 }
 
 bool ZeroOptimizer::Impl::master_aliases_full() const {
@@ -259,6 +284,10 @@ void ZeroOptimizer::zero_grad() {
   }
   if (impl_->options_.stage >= 2) impl_->release_full_grads();
 }
+
+void ZeroOptimizer::unit_forward_begin(size_t k) { impl_->unit_forward_begin(k); }
+void ZeroOptimizer::unit_forward_end(size_t k) { impl_->unit_forward_end(k); }
+void ZeroOptimizer::unit_backward_begin(size_t k) { impl_->on_pre_backward(k); }
 
 void ZeroOptimizer::set_sync(bool on) { impl_->engine_->set_sync(on); }
 

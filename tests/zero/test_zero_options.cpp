@@ -97,3 +97,45 @@ TEST(ZeroOptions, DifferentModelsAreNamedAsTheZeroOptimizersError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Stage 3 over named units (a model whose forward paisoar does not run, as
+// Python's): every trainable parameter in exactly one unit, else a ValueError
+// naming it; unit_forward_begin/end gather and release one unit.
+TEST(ZeroOptions, NamedUnitsCoverEveryParameterOnce) {
+  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    auto build = [&](std::vector<std::vector<std::string>> units) {
+      torch::manual_seed(0);
+      torch::nn::Sequential net(torch::nn::Linear(8, 6), torch::nn::Linear(6, 3));
+      auto options = paisoar::testing::zero_options(3);
+      options.units = std::move(units);
+      return std::make_unique<zero::ZeroOptimizer>(net.ptr(), comm, paisoar::testing::factory({}), options);
+    };
+    auto message_of = [&](std::vector<std::vector<std::string>> units) {
+      try {
+        build(std::move(units));
+      } catch (const c10::ValueError& e) {
+        return std::string(e.what_without_backtrace());
+      }
+      return std::string("no error");
+    };
+    EXPECT_NE(message_of({{"0.weight", "0.bias"}, {"1.weight"}}).find("parameter '1.bias' is in no unit"),
+              std::string::npos);
+    EXPECT_NE(message_of({{"0.weight", "0.bias", "1.bias"}, {"1.weight", "1.bias"}})
+                  .find("parameter '1.bias' is in units 0 and 1"),
+              std::string::npos);
+    EXPECT_NE(message_of({{"0.weight", "0.bias", "1.weight", "1.bias", "2.weight"}}).find("names '2.weight'"),
+              std::string::npos);
+
+    auto opt = build({{"0.weight", "0.bias"}, {"1.weight", "1.bias"}});
+    const auto unit0 = opt->memory().params;
+    opt->unit_forward_begin(0);  // gathers unit 0 and prefetches unit 1
+    opt->unit_forward_end(1);
+    EXPECT_EQ(opt->memory().params - unit0, (8 * 6 + 6) * 4);
+    opt->unit_forward_end(0);
+    EXPECT_EQ(opt->memory().params, unit0);
+  });
+}
+
+}  // namespace

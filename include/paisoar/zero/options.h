@@ -2,12 +2,21 @@
 // (gradient buckets) for stages 1 and 2.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace paisoar::zero {
 
 struct ZeroOptions {
   // 1: optimizer state sharded; 2: + gradients; 3: + parameters (needs a
-  // zero::LayerList model, see layer_list.h).
+  // zero::LayerList model, see layer_list.h, or `units`).
   int stage = 1;
+  // Stage 3 for a model whose forward paisoar does not run (a Python
+  // module): each unit's parameter names, in forward order, every trainable
+  // parameter in exactly one. The caller brackets each use of unit k with
+  // ZeroOptimizer::unit_forward_begin/end(k), and calls
+  // unit_backward_begin(k) before its backward. Empty: the LayerList's layers.
+  std::vector<std::vector<std::string>> units;
   // Stages 1-2: parameters are bucketed like DDP's (reverse registration
   // order, the first bucket smaller so communication starts early); each
   // bucket is one unit, padded to a multiple of the world size.

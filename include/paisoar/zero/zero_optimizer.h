@@ -90,6 +90,15 @@ class ZeroOptimizer : public torch::optim::Optimizer {
   // Global-norm clipping over all ranks' shards (a collective); see clip_grad_norm_.
   double clip_grad_norm_(double max_norm, optim::ClipGradNormOptions options = {});
 
+  // Stage 3 with ZeroOptions::units: unit k's parameters are gathered (the
+  // next unit's prefetched) by unit_forward_begin(k) and released by
+  // unit_forward_end(k); unit_backward_begin(k), called before the unit's
+  // backward nodes run (from a hook on its output's gradient), gathers them
+  // again and prefetches unit k-1. Any thread; every rank in the same order.
+  void unit_forward_begin(size_t k);
+  void unit_forward_end(size_t k);
+  void unit_backward_begin(size_t k);
+
   // Bytes of parameters, gradients and optimizer state this rank holds now.
   MemoryBytes memory() const;
 
