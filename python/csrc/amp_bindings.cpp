@@ -50,7 +50,8 @@ void bind_amp(py::module_& m) {
             return s.should_step(key_of(optimizer), params);
           },
           py::call_guard<py::gil_scoped_release>())
-      .def("update", &GradScaler::update)
+      .def("update", py::overload_cast<>(&GradScaler::update))
+      .def("update", py::overload_cast<double>(&GradScaler::update), py::arg("new_scale"))
       .def("get_scale", &GradScaler::get_scale)
       .def("is_enabled", &GradScaler::is_enabled)
       .def_property_readonly("skipped_steps", &GradScaler::skipped_steps)

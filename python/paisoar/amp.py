@@ -150,12 +150,19 @@ class GradScaler:
 
     def update(self, new_scale=None):
         """Backs the scale off after an inf/NaN step, grows it after
-        growth_interval clean ones."""
-        if new_scale is not None:
-            raise NotImplementedError("GradScaler.update(new_scale): paisoar's scale follows its policy; "
-                                      "set it with load_state_dict({'scale': ...}) instead")
-        if self._options["enabled"]:
+        growth_interval clean ones; `new_scale` (a float or a one-element
+        tensor) sets it instead, as in torch."""
+        if not self._options["enabled"]:
+            return
+        if new_scale is None:
             self._core().update()
+            return
+        if isinstance(new_scale, torch.Tensor):
+            if new_scale.numel() != 1:
+                raise ValueError(f"GradScaler.update(new_scale): a tensor of {new_scale.numel()} elements; "
+                                 "pass a float or a one-element tensor")
+            new_scale = new_scale.item()
+        self._core().update(float(new_scale))
 
     def get_scale(self):
         return float(self._state()["scale"]) if self._options["enabled"] else 1.0

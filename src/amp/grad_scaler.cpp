@@ -158,6 +158,17 @@ void GradScaler::update() {
   }
 }
 
+void GradScaler::update(double new_scale) {
+  if (!options_.enabled) return;
+  TORCH_CHECK_VALUE(std::isfinite(new_scale) && new_scale > 0, "GradScaler::update(new_scale): ", new_scale,
+                    " is not a scale; pass a positive finite number");
+  bool found_inf = false;
+  for (const auto& [optimizer, state] : per_optimizer_) found_inf = found_inf || state.found_inf;
+  per_optimizer_.clear();
+  if (found_inf) ++skipped_steps_;
+  scale_ = new_scale;
+}
+
 std::map<std::string, torch::Tensor> GradScaler::state_dict() const {
   auto f64 = [](double v) { return torch::tensor(v, torch::kDouble); };
   auto i64 = [](int64_t v) { return torch::tensor(v, torch::kLong); };

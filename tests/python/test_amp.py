@@ -16,8 +16,9 @@ def model_and_optimizer():
     return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
 
-def run(scaler, steps, poison, unscale_first=False):
-    """Trains `steps` steps; at steps in `poison` one gradient becomes inf or NaN."""
+def run(scaler, steps, poison, unscale_first=False, new_scales=None):
+    """Trains `steps` steps; at steps in `poison` one gradient becomes inf or
+    NaN; at steps in `new_scales` update() is given that scale."""
     model, opt = model_and_optimizer()
     g = torch.Generator().manual_seed(1)
     history = []
@@ -34,7 +35,7 @@ def run(scaler, steps, poison, unscale_first=False):
         before = [p.detach().clone() for p in model.parameters()]
         scaler.step(opt)
         stepped = any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
-        scaler.update()
+        scaler.update((new_scales or {}).get(step))
         history.append((scaler.get_scale(), scaler._get_growth_tracker(),
                         [p.detach().clone() for p in model.parameters()], stepped))
     return history, scaler.state_dict()
@@ -55,6 +56,21 @@ def test_grad_scaler_matches_torch_step_for_step(unscale_first):
     for key in ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"):
         assert our_state[key] == their_state[key], key
     assert our_state["skipped_steps"] == len(poison)
+
+
+def test_update_with_a_new_scale_matches_torch():
+    poison = {2: math.inf, 6: math.nan}
+    new_scales = {3: 64.0, 6: 2.0 ** 20, 9: torch.tensor(8.0)}
+    ours, _ = run(amp.GradScaler(init_scale=512.0, growth_interval=2), 12, poison, new_scales=new_scales)
+    theirs, _ = run(torch.amp.GradScaler("cpu", init_scale=512.0, growth_interval=2), 12, poison,
+                    new_scales=new_scales)
+    for step, (a, b) in enumerate(zip(ours, theirs)):
+        assert (a[0], a[1], a[3]) == (b[0], b[1], b[3]), f"step {step}: scale, tracker, stepped {a} vs torch's {b}"
+        assert all(torch.equal(p, q) for p, q in zip(a[2], b[2])), f"step {step}: parameters differ"
+    scaler = amp.GradScaler()
+    for bad in (0.0, -1.0, math.inf, torch.tensor([1.0, 2.0])):
+        with pytest.raises(ValueError, match="new_scale"):
+            scaler.update(bad)
 
 
 def test_grad_scaler_state_round_trips_through_torchs():

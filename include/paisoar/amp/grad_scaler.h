@@ -55,6 +55,10 @@ class GradScaler {
   bool step(torch::optim::Optimizer& optimizer);
   // Adjusts the scale from this step's verdict and readies the next step.
   void update();
+  // Readies the next step with the scale set to `new_scale` instead of the
+  // policy's (PyTorch's update(new_scale)); the growth tracker is kept.
+  // Throws c10::ValueError unless new_scale is positive and finite.
+  void update(double new_scale);
 
   // The same protocol for optimizers that are not torch::optim ones (Python's):
   // `key` identifies the optimizer until update(), `params` are its parameters.
