@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 
+#include "paisoar/data/data_error.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/data/distributed_sampler.h"
 #include "paisoar/data/idx_dataset.h"
@@ -64,6 +65,52 @@ data::OnError on_error_named(const std::string& name) {
   TORCH_CHECK_VALUE(false, "on_error='", name, "': use 'raise' (stop at a bad sample) or 'skip' (drop it)");
 }
 
+// A torch.utils.data.Dataset (map-style) as a C++ data set, for the Trainer's
+// loader: each sample is dataset[index] -> (tensor, label), called with the
+// GIL (the worker threads take turns in Python; the batching is C++'s).
+// Random transforms inside it draw from torch's generator, not the loader's
+// per-sample one, so their augmentations are not reproducible.
+class PythonDataset : public data::Dataset {
+ public:
+  explicit PythonDataset(py::object dataset) : dataset_(std::move(dataset)) {
+    size_ = py::len(*dataset_);
+    if (py::hasattr(*dataset_, "classes")) num_classes_ = static_cast<int64_t>(py::len(dataset_->attr("classes")));
+  }
+  int64_t size() const override { return size_; }
+  int64_t num_classes() const override { return num_classes_; }
+  std::string describe(int64_t index) const override {
+    py::gil_scoped_acquire gil;
+    return std::string(py::str(py::type::of(*dataset_).attr("__name__"))) + "[" + std::to_string(index) + "]";
+  }
+  data::Example get(int64_t index, data::SampleRng&) const override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object item = (*dataset_)[py::int_(index)];
+      if (!py::isinstance<py::sequence>(item) || py::len(item) != 2) {
+        throw data::DataError(describe(index) + " is not a (tensor, label) pair: the Trainer's data set must "
+                              "return (input tensor, class index)");
+      }
+      py::sequence pair = item.cast<py::sequence>();
+      py::object input = pair[0];
+      if (!THPVariable_Check(input.ptr())) {
+        throw data::DataError(describe(index) + " returned a " + std::string(py::str(py::type::of(input).attr("__name__"))) +
+                              " as input: return a tensor (add torchvision's transforms.ToTensor())");
+      }
+      data::Example e;
+      e.data = input.cast<torch::Tensor>().contiguous();
+      e.label = py::int_(pair[1]).cast<int64_t>();
+      return e;
+    } catch (py::error_already_set& e) {
+      throw data::DataError(describe(index) + " raised " + e.what());
+    }
+  }
+
+ private:
+  PyRef dataset_;
+  int64_t size_ = 0;
+  int64_t num_classes_ = 0;
+};
+
 #define PAISOAR_PIPELINE_ARGS                                                                      \
   py::arg("transforms") = std::vector<Step>{}, py::arg("channels") = 3,                            \
   py::arg("mean") = std::vector<float>{}, py::arg("std") = std::vector<float>{},                   \
@@ -90,6 +137,10 @@ void bind_data(py::module_& m) {
             return py::make_tuple(e.data, e.label);
           },
           py::arg("index"), py::arg("seed") = 0, py::arg("epoch") = 0);
+
+  py::class_<PythonDataset, Dataset, std::shared_ptr<PythonDataset>>(m, "PythonDataset")
+      .def(py::init<py::object>(), py::arg("dataset"),
+           "A map-style torch Dataset of (tensor, label) as a C++ data set (for paisoar.train).");
 
   py::class_<data::ImageFolder, Dataset, std::shared_ptr<data::ImageFolder>>(m, "ImageFolder")
       .def(py::init([](const std::string& root, const std::vector<Step>& steps, int64_t channels,

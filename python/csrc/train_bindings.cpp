@@ -18,13 +18,9 @@ namespace paisoar::python {
 
 namespace {
 
-// The Python model held for the Trainer's forward; released with the GIL.
+// The Python model held for the Trainer's forward.
 struct PythonForward {
-  explicit PythonForward(py::object model) : model(new py::object(std::move(model))) {}
-  ~PythonForward() {
-    py::gil_scoped_acquire gil;
-    delete model;
-  }
+  explicit PythonForward(py::object module) : model(std::move(module)) {}
   torch::Tensor operator()(const torch::Tensor& x) const {
     py::gil_scoped_acquire gil;
     py::object out = (*model)(x);
@@ -33,7 +29,7 @@ struct PythonForward {
                      std::string(py::str(out.get_type())));
     return out.cast<torch::Tensor>();
   }
-  py::object* model;
+  PyRef model;
 };
 
 py::dict result_dict(const train::TrainResult& r) {

@@ -38,15 +38,12 @@ def train(config=None, model=None, dataset=None, eval_dataset=None, overrides=()
     path (None: the built-in defaults); `overrides`: {"key.path": value} or
     ["key.path=value"], as `--set`. `model` maps a batch of inputs to logits;
     the Trainer moves it to `device` and owns its optimizer. `dataset` and
-    `eval_dataset`: paisoar.data sets (ImageFolder, RecordShards, IdxDataset)
-    instead of the config's `data.*`. Collective: every rank calls it."""
+    `eval_dataset`: paisoar.data sets (ImageFolder, RecordShards, IdxDataset),
+    or map-style torch Datasets of (tensor, class index), instead of the
+    config's `data.*`. Collective: every rank calls it."""
     if model is not None and not isinstance(model, torch.nn.Module):
         raise TypeError(f"paisoar.train: model must be a torch.nn.Module, got {type(model).__name__}")
-    for name, value in (("dataset", dataset), ("eval_dataset", eval_dataset)):
-        if value is not None and not isinstance(value, _C.Dataset):
-            raise TypeError(f"paisoar.train: {name} must be a paisoar.data set (ImageFolder, RecordShards, "
-                            f"IdxDataset), got {type(value).__name__}; a torch Dataset goes through "
-                            "paisoar.data.DataLoader in your own loop instead")
+    dataset, eval_dataset = _as_dataset("dataset", dataset), _as_dataset("eval_dataset", eval_dataset)
     if eval_dataset is not None and dataset is None:
         raise ValueError("paisoar.train: eval_dataset needs dataset too (or neither: the config's data)")
     params = list(model.named_parameters()) if model is not None else []
@@ -54,3 +51,16 @@ def train(config=None, model=None, dataset=None, eval_dataset=None, overrides=()
     return _C.train("" if config is None else str(config), _flatten(overrides), model,
                     [n for n, _ in params], [p for _, p in params], [n for n, _ in buffers],
                     [b for _, b in buffers], dataset, eval_dataset)
+
+
+def _as_dataset(name, value):
+    """A paisoar.data set as it is; a map-style torch Dataset through the C++
+    adapter (its samples fetched in Python, batched in C++)."""
+    if value is None or isinstance(value, _C.Dataset):
+        return value
+    if isinstance(value, torch.utils.data.IterableDataset) or not (hasattr(value, "__getitem__")
+                                                                    and hasattr(value, "__len__")):
+        raise TypeError(f"paisoar.train: {name} must be a paisoar.data set (ImageFolder, RecordShards, "
+                        f"IdxDataset) or a map-style torch Dataset (__getitem__ and __len__), got "
+                        f"{type(value).__name__}")
+    return _C.PythonDataset(value)
