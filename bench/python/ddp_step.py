@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Python training step: paisoar.DistributedDataParallel against
-torch.nn.parallel.DistributedDataParallel, both over the same gloo process
-group (init_process_group), and paisoar's DDP over paisoar's own group
-(shared memory between the ranks of this host) as a third row. Same model,
+torch.nn.parallel.DistributedDataParallel over the same gloo process group
+(init_process_group), paisoar's on Gloo too (its own Gloo group over the
+group's store) and, as a third row, on shared memory (what it picks by
+default between the ranks of one host). Same model,
 weights, data, SGD with momentum; blocks of steps alternate between the
 implementations so the machine's drift hits all alike. Rank 0 prints a table
 and writes JSON (medians of per-step times, and ratios to torch's).
@@ -46,9 +47,10 @@ def main():
 
     runs = {
         "torch DDP (gloo)": torch.nn.parallel.DistributedDataParallel(model()),
-        "paisoar DDP (same gloo group)": paisoar.DistributedDataParallel(model()),
-        "paisoar DDP (own group: " + paisoar.own_group().backend_name + ")":
-            paisoar.DistributedDataParallel(model(), process_group=paisoar.own_group()),
+        "paisoar DDP (gloo)": paisoar.DistributedDataParallel(
+            model(), process_group=paisoar.communicator(dist.group.WORLD, backend="gloo")),
+        "paisoar DDP (default: " + paisoar.communicator().backend_name + ")":
+            paisoar.DistributedDataParallel(model()),
     }
     optimizers = {k: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for k, m in runs.items()}
     torch.manual_seed(1 + rank)

@@ -12,32 +12,34 @@ import torch.distributed as dist
 
 from ._native import _C
 
-# paisoar's group over each torch.distributed group, formed on first use. Keyed
+# paisoar's groups over each torch.distributed group (by backend), formed on first use. Keyed
 # weakly: it must not keep torch's group (and its backends) past
 # destroy_process_group(), and a group made again later gets a new one.
 _over = weakref.WeakKeyDictionary()
 _own = None
 
 
-def communicator(process_group=None):
+def communicator(process_group=None, backend=None):
     """The Communicator over `process_group` (a torch.distributed group, or a
     Communicator such as own_group()'s), else over torch.distributed's
     default group if it is initialised, else paisoar's own. Collective on
-    first use for each group: every rank of it must call it."""
+    first use for each group: every rank of it must call it. `backend`
+    ('auto', 'shm', 'gloo'; default PAISOAR_COMM_BACKEND, else 'auto') picks
+    the transport of a group formed over a torch.distributed group."""
     if isinstance(process_group, _C.Communicator):
         return process_group
     if process_group is None and dist.is_available() and dist.is_initialized():
         process_group = dist.group.WORLD
     if process_group is None:
         return own_group()
-    comm = _over.get(process_group)
-    if comm is None:
+    backend = backend or os.environ.get("PAISOAR_COMM_BACKEND", "auto")
+    formed = _over.setdefault(process_group, {})
+    if backend not in formed:
         # Over the group's own store, so the ranks meet without another
         # address; one group for CPU and CUDA tensors whatever torch's backend.
-        comm = _C.Communicator.over_process_group(process_group, dist.get_process_group_ranks(process_group),
-                                                  os.environ.get("PAISOAR_COMM_BACKEND", "auto"))
-        _over[process_group] = comm
-    return comm
+        formed[backend] = _C.Communicator.over_process_group(
+            process_group, dist.get_process_group_ranks(process_group), backend)
+    return formed[backend]
 
 
 def serves_device(process_group, device_type):

@@ -43,13 +43,14 @@ def finish():
     """Ends a rank program that used a torch.distributed group, after its
     checks passed and its output is flushed, without interpreter shutdown.
 
-    Known bug (issue #21's note): once paisoar's collectives have run on a
-    torch.distributed Gloo group, the group's worker threads can outlive
-    destroy_process_group() into interpreter shutdown, and one releasing a
-    Python-owned tensor there aborts the process ("terminate called without
-    an active exception"; about 1 run in 10, after all work is done). Pure
-    torch and paisoar's own group do not show it. Until it is fixed, the test
-    programs skip the shutdown instead of failing on it at random."""
+    torch's bug, not paisoar's (pytorch/pytorch#190489): a Gloo worker thread
+    can drop the last reference to a finished collective's Python-owned
+    tensors (all_gather_object's) only once interpreter shutdown has begun,
+    and its GIL acquire there aborts the process ("terminate called without
+    an active exception"). Seen in 4 of 40 runs of a script without paisoar:
+    init_process_group("gloo"), one backward and SGD step of a Linear,
+    all_gather_object, destroy_process_group. The test programs skip the
+    shutdown instead of failing on it at random."""
     import os
     import sys
 
