@@ -7,9 +7,10 @@ import torch
 import paisoar
 
 
-@pytest.mark.parametrize("mode", ["plain", "no_sync", "own_group", "fp16", "bf16", "int8", "powersgd", "hook"])
+@pytest.mark.parametrize("mode", ["plain", "no_sync", "own_group", "gloo", "fp16", "bf16", "int8", "powersgd",
+                                  "hook", "subgroup"])
 def test_matches_torch_ddp(launch, mode):
-    out = launch("ddp_equivalence.py", mode)
+    out = launch("ddp_equivalence.py", mode, nproc=3 if mode == "subgroup" else 2)
     assert out.count(f"DDP-EQUIVALENCE {mode} OK") == 2, out
 
 

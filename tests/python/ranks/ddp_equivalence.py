@@ -6,6 +6,8 @@ per-rank data, 10 SGD steps (momentum, a BatchNorm's buffers broadcast):
   no_sync    two micro-batches per step, the first under no_sync(): within 1e-6
              (parameters only: torch skips the buffer broadcast after a no_sync forward)
   own_group  paisoar's own group (no init_process_group when paisoar trains), within 1e-6
+  gloo       paisoar's group over torch's forced onto Gloo (the default is shm), within 1e-6
+  subgroup   3 ranks; both DDPs over new_group([0, 2]), rank 1 outside: within 1e-6
   fp16, bf16 gradient_compression against torch's fp16/bf16_compress_hook:
              within 1e-4 / 2e-3 (half / bfloat16 rounding of each step's average)
   int8       against torch without compression: each step within half an int8
@@ -87,6 +89,7 @@ def compare(ours, theirs, tolerance, what):
 
 
 def main():
+    group = None  # torch's default group, except in subgroup mode
     if MODE == "own_group":
         ours = paisoar.DistributedDataParallel(make_model())
         rank = ours._comm.rank
@@ -95,13 +98,20 @@ def main():
     else:
         dist.init_process_group("gloo")
         rank = dist.get_rank()
+        if MODE == "subgroup":
+            group = dist.new_group([0, 2])  # every rank calls it; rank 1 is not a member
+            if rank == 1:
+                print("DDP-EQUIVALENCE subgroup: rank 1 is outside the group")
+                dist.destroy_process_group()
+                finish()
         compression = MODE if MODE in ("fp16", "bf16", "int8", "powersgd") else None
-        ours = paisoar.DistributedDataParallel(make_model(), gradient_compression=compression,
-                                               powersgd_rank=4)
+        process_group = paisoar.communicator(backend="gloo") if MODE == "gloo" else group
+        ours = paisoar.DistributedDataParallel(make_model(), process_group=process_group,
+                                               gradient_compression=compression, powersgd_rank=4)
         if MODE == "hook":
             ours.register_comm_hook(None, default_hooks.fp16_compress_hook)
         loss_ours, _ = train(ours, rank, accumulate=MODE == "no_sync")
-    torch_ddp = torch.nn.parallel.DistributedDataParallel(make_model())
+    torch_ddp = torch.nn.parallel.DistributedDataParallel(make_model(), process_group=group)
     if MODE in ("fp16", "hook"):
         torch_ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     elif MODE == "bf16":
@@ -112,7 +122,7 @@ def main():
         torch_ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
     loss_torch, grads = train(torch_ddp, rank, accumulate=MODE == "no_sync")
 
-    if MODE in ("plain", "no_sync", "own_group"):
+    if MODE in ("plain", "no_sync", "own_group", "gloo", "subgroup"):
         worst = compare(ours, torch_ddp, 1e-6, "fp32")
     elif MODE in ("fp16", "hook"):
         worst = compare(ours, torch_ddp, 1e-4, "half-precision rounding")
@@ -125,8 +135,8 @@ def main():
         worst = abs(loss_ours - loss_torch) / loss_torch
         if worst > 0.05:
             sys.exit(f"DDP-EQUIVALENCE powersgd FAILED: loss {loss_ours:.4f} vs torch's {loss_torch:.4f}")
-    digests = [None] * dist.get_world_size()
-    dist.all_gather_object(digests, [p.detach().sum().item() for p in ours.parameters()])
+    digests = [None] * dist.get_world_size(group)
+    dist.all_gather_object(digests, [p.detach().sum().item() for p in ours.parameters()], group=group)
     if any(d != digests[0] for d in digests):
         sys.exit(f"DDP-EQUIVALENCE {MODE} FAILED: the ranks' parameters differ")
     print(f"DDP-EQUIVALENCE {MODE} OK rank {rank} max_diff={worst:.3g} loss {loss_ours:.4f} "
