@@ -12,12 +12,12 @@ from ._native import _C
 from . import amp, checkpoint, data, optim, zero
 from ._comm import communicator, own_group
 from .parallel import DistributedDataParallel
-from .trainer import train
+from .trainer import Trainer, train
 
 CommError = _C.CommError
 DataError = _C.DataError
 ConfigError = _C.ConfigError
 
 __version__ = _C.version
-__all__ = ["amp", "checkpoint", "data", "optim", "zero", "train", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
+__all__ = ["amp", "checkpoint", "data", "optim", "zero", "Trainer", "train", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
            "ConfigError", "__version__"]

@@ -32,25 +32,45 @@ def _yaml(value):
     return str(value)
 
 
+class Trainer:
+    """The C++ Trainer over a config, your model and your data:
+    `Trainer(config, model=MyNet(), dataset=ds).fit()` is `train(...)`.
+    `config`: a YAML path (None: the built-in defaults); `overrides`:
+    {"key.path": value} or ["key.path=value"], as `--set`. `model` maps a
+    batch of inputs to logits; the Trainer moves it to `device` and owns its
+    optimizer. `dataset` and `eval_dataset`: paisoar.data sets (ImageFolder,
+    RecordShards, IdxDataset), or map-style torch Datasets of (tensor, class
+    index), instead of the config's `data.*`. The arguments are checked here;
+    the config when fit() reads it."""
+
+    def __init__(self, config=None, model=None, dataset=None, eval_dataset=None, overrides=()):
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise TypeError(f"paisoar.train: model must be a torch.nn.Module, got {type(model).__name__}")
+        if eval_dataset is not None and dataset is None:
+            raise ValueError("paisoar.train: eval_dataset needs dataset too (or neither: the config's data)")
+        self.config = config
+        self.model = model
+        self.dataset = _as_dataset("dataset", dataset)
+        self.eval_dataset = _as_dataset("eval_dataset", eval_dataset)
+        self.overrides = _flatten(overrides)
+
+    def fit(self):
+        """Trains and returns {steps, global_step, resumed_from, seconds,
+        samples_per_s, final_loss, accuracy, time_to_target_s}. Collective:
+        every rank calls it. A run_dir holding a finished run's checkpoint
+        resumes it (and takes no step)."""
+        model = self.model
+        params = list(model.named_parameters()) if model is not None else []
+        buffers = list(model.named_buffers()) if model is not None else []
+        return _C.train("" if self.config is None else str(self.config), self.overrides, model,
+                        [n for n, _ in params], [p for _, p in params], [n for n, _ in buffers],
+                        [b for _, b in buffers], self.dataset, self.eval_dataset)
+
+
 def train(config=None, model=None, dataset=None, eval_dataset=None, overrides=()):
-    """Trains and returns {steps, global_step, resumed_from, seconds,
-    samples_per_s, final_loss, accuracy, time_to_target_s}. `config`: a YAML
-    path (None: the built-in defaults); `overrides`: {"key.path": value} or
-    ["key.path=value"], as `--set`. `model` maps a batch of inputs to logits;
-    the Trainer moves it to `device` and owns its optimizer. `dataset` and
-    `eval_dataset`: paisoar.data sets (ImageFolder, RecordShards, IdxDataset),
-    or map-style torch Datasets of (tensor, class index), instead of the
-    config's `data.*`. Collective: every rank calls it."""
-    if model is not None and not isinstance(model, torch.nn.Module):
-        raise TypeError(f"paisoar.train: model must be a torch.nn.Module, got {type(model).__name__}")
-    dataset, eval_dataset = _as_dataset("dataset", dataset), _as_dataset("eval_dataset", eval_dataset)
-    if eval_dataset is not None and dataset is None:
-        raise ValueError("paisoar.train: eval_dataset needs dataset too (or neither: the config's data)")
-    params = list(model.named_parameters()) if model is not None else []
-    buffers = list(model.named_buffers()) if model is not None else []
-    return _C.train("" if config is None else str(config), _flatten(overrides), model,
-                    [n for n, _ in params], [p for _, p in params], [n for n, _ in buffers],
-                    [b for _, b in buffers], dataset, eval_dataset)
+    """Trainer(config, model, dataset, eval_dataset, overrides).fit(): trains
+    and returns the result dict. Collective: every rank calls it."""
+    return Trainer(config, model, dataset, eval_dataset, overrides).fit()
 
 
 def _as_dataset(name, value):

@@ -20,9 +20,10 @@ def separable(n, seed):
 def test_a_torch_dataset_feeds_the_trainer(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2))
-    result = paisoar.train(model=model, dataset=separable(1024, 0), eval_dataset=separable(256, 1),
-                           overrides={"run_dir": str(tmp_path), "train.epochs": 3, "train.batch_size": 32,
-                                      "optimizer.lr": 0.1, "profiler.memory": False})
+    trainer = paisoar.Trainer(model=model, dataset=separable(1024, 0), eval_dataset=separable(256, 1),
+                              overrides={"run_dir": str(tmp_path), "train.epochs": 3, "train.batch_size": 32,
+                                         "optimizer.lr": 0.1, "profiler.memory": False})
+    result = trainer.fit()
     assert result["steps"] == 3 * 1024 // 32, result
     assert result["accuracy"] > 90, result
 
