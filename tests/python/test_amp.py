@@ -175,6 +175,11 @@ def test_ranks_agree_on_an_inf_found_by_one(launch):
     assert out.count("SCALER-VERDICT OK") == 2, out
 
 
+def test_a_group_without_a_cpu_backend_still_agrees(launch):
+    out = launch("scaler_cuda_only_group.py")
+    assert out.count("SCALER-CUDA-ONLY OK") == 2, out
+
+
 def test_precision_policy_pins_modules_by_name():
     model = torch.nn.Sequential()
     model.add_module("body", torch.nn.Linear(4, 8))

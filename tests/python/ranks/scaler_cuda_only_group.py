@@ -1,0 +1,46 @@
+"""A torch.distributed group with no CPU backend, as init_process_group("nccl")
+makes, on a machine without a GPU: a stand-in backend registered for CUDA
+only (torch's fake process group, which carries nothing) over the job's real
+store. paisoar forms its own group of the same ranks through that store, so
+the GradScaler's inf/NaN verdict still reaches every rank: rank 1 alone finds
+an inf at step 1 and both ranks skip it. Prints "SCALER-CUDA-ONLY OK"."""
+import math
+import sys
+
+import torch
+
+import torch.distributed as dist
+from torch.testing._internal.distributed.fake_pg import _create_fake_pg
+
+import paisoar
+from paisoar import amp
+
+from common import finish
+
+dist.Backend.register_backend("cudaonly", _create_fake_pg, extended_api=True, devices=["cuda"])
+dist.init_process_group("cudaonly")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = amp.GradScaler(init_scale=8.0)
+stepped = []
+for step in range(3):
+    opt.zero_grad()
+    scaler.scale(model(torch.ones(1, 4)).sum()).backward()
+    if step == 1 and rank == 1:
+        model.weight.grad[0, 0] = math.inf
+    before = model.weight.detach().clone()
+    scaler.step(opt)
+    stepped.append(not torch.equal(before, model.weight))
+    scaler.update()
+if stepped != [True, False, True] or scaler.get_scale() != 4.0:
+    sys.exit(f"SCALER-CUDA-ONLY FAILED on rank {rank}: stepped {stepped}, scale {scaler.get_scale()}")
+comm = paisoar.communicator()  # the group the scaler used, over the torch group's store
+both = model.weight.detach().clone()
+comm.allreduce(both)
+if comm.size != 2 or not torch.equal(both, 2 * model.weight.detach()):
+    sys.exit("SCALER-CUDA-ONLY FAILED: the ranks' weights differ")
+print(f"SCALER-CUDA-ONLY OK rank {rank} on {comm.backend_name}")
+dist.destroy_process_group()
+finish()
