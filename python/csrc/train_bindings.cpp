@@ -65,6 +65,10 @@ void bind_train(py::module_& m) {
           TORCH_CHECK_VALUE(config.parallel.pipeline <= 1 && config.parallel.tensor <= 1,
                             "paisoar.train: parallel.pipeline and parallel.tensor split the reference models "
                             "only; with your own model use data parallelism (DDP or ZeRO 1-2)");
+          TORCH_CHECK_VALUE(config.zero.stage <= 2, "paisoar.train: zero.stage 3 gathers the parameters layer by "
+                            "layer around forwards the Trainer runs, which it cannot do inside your model's "
+                            "forward; use zero.stage 1 or 2 here, or paisoar.zero.ZeroOptimizer(model, ..., "
+                            "stage=3) in your own training loop");
           forward = std::make_shared<PythonForward>(model);
           mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
         }

@@ -36,5 +36,7 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(paisoar.DataError, match=r"list\[\d+\] is not a \(tensor, label\) pair"):
         paisoar.train(model=torch.nn.Linear(2, 2), dataset=[1, 2, 3],
                       overrides={"run_dir": str(tmp_path / "bad"), "train.batch_size": 1})
+    with pytest.raises(ValueError, match=r"zero.stage 3.*paisoar.zero.ZeroOptimizer"):
+        paisoar.train(model=torch.nn.Linear(2, 2), overrides={"zero.stage": 3, "run_dir": str(tmp_path / "z3")})
     with pytest.raises(ValueError, match="optimizer.nam"):
         paisoar.train(overrides={"optimizer.nam": "sgd", "run_dir": str(tmp_path)})
