@@ -1,7 +1,15 @@
 """Rank 1 alone finds an inf gradient at step 1 (no DDP: each rank its own
 model, as with ZeRO's sharded gradients). paisoar's GradScaler over the
 torch.distributed group makes both ranks skip that step and back off, so the
-scales and parameters stay equal. Prints "SCALER-VERDICT OK"."""
+scales and parameters stay equal. Prints "SCALER-VERDICT <mode> OK".
+
+Usage: scaler_verdict.py gloo|cudaonly
+  gloo      init_process_group("gloo")
+  cudaonly  a group with no CPU backend, as init_process_group("nccl") makes,
+            on a machine without a GPU: torch's fake backend (which carries
+            nothing) registered for CUDA only, over the job's real store.
+            paisoar forms its own group of the same ranks through that store.
+"""
 import math
 import sys
 
@@ -9,11 +17,17 @@ import torch
 
 import torch.distributed as dist
 
+import paisoar
 from paisoar import amp
 
 from common import finish
 
-dist.init_process_group("gloo")
+MODE = sys.argv[1]
+if MODE == "cudaonly":
+    from torch.testing._internal.distributed.fake_pg import _create_fake_pg
+
+    dist.Backend.register_backend("cudaonly", _create_fake_pg, extended_api=True, devices=["cuda"])
+dist.init_process_group(MODE)
 rank = dist.get_rank()
 torch.manual_seed(0)
 model = torch.nn.Linear(4, 2)
@@ -30,11 +44,12 @@ for step in range(3):
     stepped.append(not torch.equal(before, model.weight))
     scaler.update()
 if stepped != [True, False, True] or scaler.get_scale() != 4.0:
-    sys.exit(f"SCALER-VERDICT FAILED on rank {rank}: stepped {stepped}, scale {scaler.get_scale()}")
-weights = [None, None]
-dist.all_gather_object(weights, model.weight.detach().tolist())
-if weights[0] != weights[1]:
-    sys.exit("SCALER-VERDICT FAILED: the ranks' weights differ")
-print(f"SCALER-VERDICT OK rank {rank}")
+    sys.exit(f"SCALER-VERDICT {MODE} FAILED on rank {rank}: stepped {stepped}, scale {scaler.get_scale()}")
+comm = paisoar.communicator()  # the group the scaler used (torch's fake one carries nothing)
+both = model.weight.detach().clone()
+comm.allreduce(both)
+if comm.size != 2 or not torch.equal(both, 2 * model.weight.detach()):
+    sys.exit(f"SCALER-VERDICT {MODE} FAILED: the ranks' weights differ")
+print(f"SCALER-VERDICT {MODE} OK rank {rank} on {comm.backend_name}")
 dist.destroy_process_group()
 finish()
