@@ -43,11 +43,12 @@ def finish():
     """Ends a rank program that used a torch.distributed group, after its
     checks passed and its output is flushed, without interpreter shutdown.
 
-    torch's bug, not paisoar's (pytorch/pytorch#190489): a Gloo worker thread
-    can drop the last reference to a finished collective's Python-owned
-    tensors (all_gather_object's) only once interpreter shutdown has begun,
-    and its GIL acquire there aborts the process ("terminate called without
-    an active exception"). Seen in 4 of 40 runs of a script without paisoar:
+    torch's bug, not paisoar's (the mechanism of pytorch/pytorch PR #179291,
+    the abort of issue #190489): a Gloo worker thread can drop the last
+    reference to a finished collective's Python-owned tensors
+    (all_gather_object's) only once interpreter shutdown has begun, and its
+    GIL acquire there aborts the process ("terminate called without an
+    active exception"). Seen in 4 of 40 runs of a script without paisoar:
     init_process_group("gloo"), one backward and SGD step of a Linear,
     all_gather_object, destroy_process_group. The test programs skip the
     shutdown instead of failing on it at random."""
