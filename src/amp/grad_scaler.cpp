@@ -134,10 +134,7 @@ void GradScaler::update() {
     C10_THROW_ERROR(Error, "GradScaler::update: no step() or unscale_() was recorded since the "
                            "last update(); call scaler.step(optimizer) first");
   }
-  bool found_inf = false;
-  for (const auto& [optimizer, state] : per_optimizer_) found_inf = found_inf || state.found_inf;
-  per_optimizer_.clear();
-  if (found_inf) ++skipped_steps_;
+  const bool found_inf = end_step();
   if (!options_.dynamic) return;
   if (found_inf) {
     scale_ *= options_.backoff_factor;
@@ -162,11 +159,16 @@ void GradScaler::update(double new_scale) {
   if (!options_.enabled) return;
   TORCH_CHECK_VALUE(std::isfinite(new_scale) && new_scale > 0, "GradScaler::update(new_scale): ", new_scale,
                     " is not a scale; pass a positive finite number");
+  end_step();
+  scale_ = new_scale;
+}
+
+bool GradScaler::end_step() {
   bool found_inf = false;
   for (const auto& [optimizer, state] : per_optimizer_) found_inf = found_inf || state.found_inf;
   per_optimizer_.clear();
   if (found_inf) ++skipped_steps_;
-  scale_ = new_scale;
+  return found_inf;
 }
 
 std::map<std::string, torch::Tensor> GradScaler::state_dict() const {

@@ -87,6 +87,9 @@ class GradScaler {
     bool found_inf = false;
   };
   static std::vector<torch::Tensor> params_of(torch::optim::Optimizer& optimizer);
+  // Ends the step for both update()s: whether any optimizer found inf/NaN
+  // (counted as a skipped step), with the per-optimizer records cleared.
+  bool end_step();
 
   GradScalerOptions options_;
   std::shared_ptr<comm::Communicator> comm_;
