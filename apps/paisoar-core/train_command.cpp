@@ -5,8 +5,8 @@
 // starts its own ranks (--nproc, default 2).
 #include <torch/torch.h>
 
-#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 
 #include "apps/paisoar-core/commands.h"
 #include "paisoar/error.h"
@@ -37,12 +37,12 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   try {
     config = train::load_config(a.config, a.sets);
     if (a.print_config) {
-      std::printf("%s", train::dump_config(config).c_str());
+      std::cout << train::dump_config(config);
       return 0;
     }
     train::validate(config, launched_world_size(a.nproc));
   } catch (const train::ConfigError& e) {
-    std::fprintf(stderr, "paisoar train: %s\n", paisoar::error_text(e));
+    std::cerr << "paisoar train: " << paisoar::error_text(e) << "\n";
     return 2;
   }
   relaunch_unless_launched(a.nproc, argc, argv);
@@ -50,7 +50,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   try {
     device = train::resolve_device(config.device, comm::rank_info_from_env().local_rank);
   } catch (const train::ConfigError& e) {
-    std::fprintf(stderr, "paisoar train: %s\n", paisoar::error_text(e));
+    std::cerr << "paisoar train: " << paisoar::error_text(e) << "\n";
     return 2;
   }
   // The edge: the environment is read here, once, and passed down.
