@@ -6,13 +6,18 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <sstream>
 
+#include "src/util/input_file.h"
+
 namespace paisoar::train {
 namespace {
+
+// A config is a page of keys; a larger file is not one.
+constexpr uint64_t kMaxConfigBytes = 1 << 20;
 
 // yaml-cpp converts "1.5" to int64 by failing, "1" to double by succeeding;
 // each type gets its own strict reader.
@@ -45,7 +50,63 @@ std::string yaml_quoted(const std::string& s) {
   return e.c_str();
 }
 
+// A number as a user wrote it: integers without a fraction.
+std::string format_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Throws ConfigError (without the key) unless `v` is in `range`.
+void require_in(const Range& range, double v) {
+  if (!std::isfinite(v)) throw ConfigError("must be a finite number (" + range.describe() + "), got " + format_number(v));
+  if (!range.contains(v)) throw ConfigError("must be " + range.describe() + ", got " + format_number(v));
+}
+
 }  // namespace
+
+bool Range::contains(double v) const {
+  if (!std::isfinite(v)) return false;
+  const bool above = min_open ? v > min : v >= min;
+  const bool below = max_open ? v < max : v <= max;
+  return above && below;
+}
+
+std::string Range::describe() const {
+  if (!words.empty()) return words;
+  const bool has_min = min > -std::numeric_limits<double>::max();
+  const bool has_max = max < std::numeric_limits<double>::max();
+  if (has_min && has_max) {
+    if (!min_open && !max_open) return "between " + format_number(min) + " and " + format_number(max);
+    return std::string("in ") + (min_open ? "(" : "[") + format_number(min) + ", " + format_number(max) +
+           (max_open ? ")" : "]");
+  }
+  if (has_min) {
+    if (min_open) return min == 0 ? "positive" : "more than " + format_number(min);
+    return "at least " + format_number(min);
+  }
+  if (has_max) return (max_open ? "less than " : "at most ") + format_number(max);
+  return "a finite number";
+}
+
+Range at_least(double min, double max, std::string words) {
+  Range r;
+  r.min = min;
+  r.max = max;
+  r.words = std::move(words);
+  return r;
+}
+
+Range positive(double max) {
+  Range r;
+  r.min = 0;
+  r.min_open = true;
+  r.max = max;
+  return r;
+}
+
+Range any_number() { return Range{}; }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -67,22 +128,30 @@ void ConfigSchema::add(Field field) {
   fields_.push_back(std::move(field));
 }
 
-void ConfigSchema::bind(const std::string& path, int64_t* f, std::string help) {
+void ConfigSchema::bind(const std::string& path, int64_t* f, std::string help, Range range) {
   add({path, "integer", std::move(help), {},
-       [f](const YAML::Node& n) { *f = scalar_as<int64_t>(n, "an integer"); },
-       [f] { return std::to_string(*f); }});
+       [f, range](const YAML::Node& n) {
+         const auto v = scalar_as<int64_t>(n, "an integer");
+         require_in(range, static_cast<double>(v));
+         *f = v;
+       },
+       [f] { return std::to_string(*f); }, [f, range] { require_in(range, static_cast<double>(*f)); }});
 }
 
-void ConfigSchema::bind(const std::string& path, double* f, std::string help) {
+void ConfigSchema::bind(const std::string& path, double* f, std::string help, Range range) {
   add({path, "number", std::move(help), {},
-       [f](const YAML::Node& n) { *f = scalar_as<double>(n, "a number"); },
-       [f] { return format_double(*f); }});
+       [f, range](const YAML::Node& n) {
+         const auto v = scalar_as<double>(n, "a number");
+         require_in(range, v);
+         *f = v;
+       },
+       [f] { return format_double(*f); }, [f, range] { require_in(range, *f); }});
 }
 
 void ConfigSchema::bind(const std::string& path, bool* f, std::string help) {
   add({path, "boolean", std::move(help), {},
        [f](const YAML::Node& n) { *f = scalar_as<bool>(n, "true or false"); },
-       [f] { return std::string(*f ? "true" : "false"); }});
+       [f] { return std::string(*f ? "true" : "false"); }, {}});
 }
 
 // The index of `v` in `choices`; a ConfigError listing them when it is none.
@@ -109,6 +178,9 @@ void ConfigSchema::bind(const std::string& path, std::string* f, std::string hel
     *f = v;
   };
   field.show = [f] { return yaml_quoted(*f); };
+  field.check = [f, choices] {
+    if (!choices.empty()) choice_index(*f, choices);
+  };
   add(std::move(field));
 }
 
@@ -124,8 +196,24 @@ void ConfigSchema::bind_choice(const std::string& path, std::string help, std::v
   add(std::move(field));
 }
 
-void ConfigSchema::bind(const std::string& path, std::vector<int64_t>* f, std::string help) {
+void ConfigSchema::bind(const std::string& path, std::vector<int64_t>* f, std::string help, Range range) {
   bind_list<int64_t>(path, f, std::move(help), "integer", [](const int64_t& v) { return std::to_string(v); });
+  Field& field = fields_.back();
+  const auto read = field.assign;
+  auto check = [f, range] {
+    for (int64_t v : *f) require_in(range, static_cast<double>(v));
+  };
+  field.assign = [f, read, check](const YAML::Node& n) {
+    const std::vector<int64_t> before = *f;
+    read(n);
+    try {
+      check();
+    } catch (const ConfigError&) {
+      *f = before;
+      throw;
+    }
+  };
+  field.check = check;
 }
 
 void ConfigSchema::bind(const std::string& path, std::vector<std::string>* f, std::string help) {
@@ -147,7 +235,8 @@ void ConfigSchema::bind_list(const std::string& path, std::vector<T>* f, std::st
          std::string s = "[";
          for (size_t i = 0; i < f->size(); ++i) s += (i ? ", " : "") + show_item((*f)[i]);
          return s + "]";
-       }});
+       },
+       {}});
 }
 
 const ConfigSchema::Field* ConfigSchema::find(const std::string& path) const {
@@ -182,9 +271,36 @@ std::string ConfigSchema::closest(const std::string& path) const {
   return best;
 }
 
+std::vector<std::string> ConfigSchema::key_names(const YAML::Node& map, const std::string& prefix,
+                                                 const std::string& source) {
+  std::map<std::string, int> first_line;
+  std::vector<std::string> names;
+  for (const auto& item : map) {
+    const int line = item.first.Mark().line + 1;
+    const std::string where = source + ":" + std::to_string(line) + ": ";
+    if (!item.first.IsScalar()) {
+      throw ConfigError(where + "a key must be a name, got a " +
+                        (item.first.IsSequence() ? "list" : item.first.IsMap() ? "section" : "null") +
+                        (prefix.empty() ? "" : " in section '" + prefix + "'") +
+                        "; write key: value (`paisoar train --print-config` lists every key)");
+    }
+    const std::string& key = item.first.Scalar();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const auto [seen, fresh] = first_line.emplace(key, line);
+    if (!fresh) {
+      throw ConfigError(where + "'" + path + "' is given twice (first on line " + std::to_string(seen->second) +
+                        "); YAML would keep only one of them: keep one");
+    }
+    names.push_back(key);
+  }
+  return names;
+}
+
 void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, const std::string& source) {
+  const std::vector<std::string> names = key_names(node, prefix, source);
+  size_t index = 0;
   for (const auto& item : node) {
-    const std::string key = item.first.as<std::string>();
+    const std::string& key = names[index++];
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     if (const Field* f = find(path)) {
       try {
@@ -222,11 +338,13 @@ void ConfigSchema::load_yaml(const std::string& text, const std::string& source)
 }
 
 void ConfigSchema::load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read the config file '" + path + "'; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  load_yaml(text.str(), path);
+  std::string text;
+  try {
+    text = util::InputFile(path, "config file").read_all(kMaxConfigBytes);
+  } catch (const c10::Error& e) {
+    throw ConfigError(error_text(e));
+  }
+  load_yaml(text, path);
 }
 
 void ConfigSchema::set(const std::string& assignment) {
@@ -249,6 +367,17 @@ void ConfigSchema::set(const std::string& assignment) {
     f->assign(value);
   } catch (const ConfigError& e) {
     throw ConfigError("--set " + path + ": " + error_text(e));
+  }
+}
+
+void ConfigSchema::check_ranges() const {
+  for (const auto& f : fields_) {
+    if (!f.check) continue;
+    try {
+      f.check();
+    } catch (const ConfigError& e) {
+      throw ConfigError(f.path + ": " + error_text(e));
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include "paisoar/train/train_config.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace paisoar::train {
 namespace {
@@ -34,6 +35,14 @@ const char* name_of(AmpDtype v) { return name_in(kAmpDtypeNames, v); }
 const char* name_of(OnCheckpointError v) { return name_in(kCheckpointErrorNames, v); }
 
 ConfigSchema schema_for(TrainConfig& c) {
+  // Caps where a larger value cannot be meant (it would only fail later, as an
+  // allocation or an overflow, without naming the key).
+  constexpr double kMax = 1e15;
+  constexpr double kMaxBatch = 1 << 24;
+  constexpr double kMaxWidth = 1 << 20;
+  constexpr double kMaxRanks = 1 << 16;
+  Range below_one = at_least(0, 1, "in [0, 1)");
+  below_one.max_open = true;
   ConfigSchema s;
   s.bind("seed", &c.seed, "seeds the model, the data order and augmentation");
   s.bind("run_dir", &c.run_dir, "metrics.jsonl, traces and checkpoints go here");
@@ -43,72 +52,81 @@ ConfigSchema schema_for(TrainConfig& c) {
          {"auto", "cpu", "cuda"});
   s.bind("model.name", &c.model.name, "the reference model",
          {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16"});
-  s.bind("model.num_classes", &c.model.num_classes, "");
-  s.bind("model.hidden", &c.model.hidden, "mlp: hidden layer widths ([]: 512, 256); even with parallel.tensor");
+  s.bind("model.num_classes", &c.model.num_classes, "", at_least(1, 1e6));
+  s.bind("model.hidden", &c.model.hidden, "mlp: hidden layer widths ([]: 512, 256); even with parallel.tensor",
+         at_least(1, kMaxWidth));
   s.bind("data.format", &c.data.format, "idx files, an image folder, or record shards",
          {"idx", "folder", "shards"});
   s.bind("data.path", &c.data.path, "idx: the directory with the files; else the training set");
   s.bind("data.eval_path", &c.data.eval_path, "folder/shards: the evaluation set");
-  s.bind("data.train_limit", &c.data.train_limit, "first N training samples (0: all)");
-  s.bind("data.eval_limit", &c.data.eval_limit, "first N evaluation samples (0: all)");
-  s.bind("data.workers", &c.data.workers, "loader threads per rank");
-  s.bind("data.prefetch_factor", &c.data.prefetch_factor, "batches in flight per worker");
+  s.bind("data.train_limit", &c.data.train_limit, "first N training samples (0: all)", at_least(0, kMax, "0 (all) or more"));
+  s.bind("data.eval_limit", &c.data.eval_limit, "first N evaluation samples (0: all)", at_least(0, kMax, "0 (all) or more"));
+  s.bind("data.workers", &c.data.workers, "loader threads per rank",
+         at_least(0, 1024, "between 0 (load in the training thread) and 1024"));
+  s.bind("data.prefetch_factor", &c.data.prefetch_factor, "batches in flight per worker", at_least(1, 1024));
   s.bind("data.augment", &c.data.augment, "random affine (idx) or crop + flip (images)");
-  s.bind("data.image_size", &c.data.image_size, "folder/shards: crop side");
+  s.bind("data.image_size", &c.data.image_size, "folder/shards: crop side", at_least(8, 8192));
+  s.bind("data.max_image_pixels", &c.data.max_image_pixels,
+         "folder/shards: a larger image is a bad sample, refused before decoding (Pillow's limit; 0: none)",
+         at_least(0, kMax, "0 (no limit) or more"));
   s.bind("data.on_error", &c.data.on_error, "a bad sample stops the run, or is dropped and counted",
          kBadSampleNames);
-  s.bind("train.epochs", &c.train.epochs, "");
-  s.bind("train.max_steps", &c.train.max_steps, "stop after N optimizer steps (0: epochs decide)");
-  s.bind("train.batch_size", &c.train.batch_size, "global batch, split over the ranks");
-  s.bind("train.grad_accumulation", &c.train.grad_accumulation, "micro-batches per step");
-  s.bind("train.log_every", &c.train.log_every, "steps between progress lines");
+  s.bind("train.epochs", &c.train.epochs, "", at_least(1, 1e6));
+  s.bind("train.max_steps", &c.train.max_steps, "stop after N optimizer steps (0: epochs decide)",
+         at_least(0, kMax, "0 (epochs decide) or more"));
+  s.bind("train.batch_size", &c.train.batch_size, "global batch, split over the ranks", at_least(1, kMaxBatch));
+  s.bind("train.grad_accumulation", &c.train.grad_accumulation, "micro-batches per step", at_least(1, kMaxBatch));
+  s.bind("train.log_every", &c.train.log_every, "steps between progress lines", at_least(1));
   s.bind("optimizer.name", &c.optimizer.name, "", {"sgd", "adamw", "lars", "lamb"});
-  s.bind("optimizer.lr", &c.optimizer.lr, "for a global batch of lr_batch (linear scaling rule)");
-  s.bind("optimizer.lr_batch", &c.optimizer.lr_batch, "");
-  s.bind("optimizer.momentum", &c.optimizer.momentum, "sgd, lars");
-  s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "");
-  s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off");
+  s.bind("optimizer.lr", &c.optimizer.lr, "for a global batch of lr_batch (linear scaling rule)", positive());
+  s.bind("optimizer.lr_batch", &c.optimizer.lr_batch, "", at_least(1, kMaxBatch));
+  s.bind("optimizer.momentum", &c.optimizer.momentum, "sgd, lars", below_one);
+  s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "", at_least(0));
+  s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off", at_least(0, kMax, "0 (off) or more"));
   s.bind("schedule.decay", &c.schedule.decay, "after warmup", kDecayNames);
-  s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0");
+  s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0", at_least(0));
   s.bind("amp.dtype", &c.amp.dtype, "autocast precision (auto: bf16 where it is fast, else fp32)",
          kAmpDtypeNames);
-  s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling");
-  s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling");
+  s.bind("amp.init_scale", &c.amp.init_scale, "fp16 loss scaling", positive(std::numeric_limits<float>::max()));
+  s.bind("amp.growth_interval", &c.amp.growth_interval, "fp16 loss scaling", at_least(1));
   s.bind("amp.skip_nonfinite", &c.amp.skip_nonfinite, "skip a non-finite loss instead of stopping");
   s.bind("amp.fp32_modules", &c.amp.fp32_modules, "model regions pinned to fp32 (glob patterns)");
   s.bind("amp.low_modules", &c.amp.low_modules, "model regions pinned to the low precision");
   s.bind("distributed.backend", &c.distributed.backend,
          "auto: shared memory between ranks on one host, else Gloo (PAISOAR_COMM_BACKEND overrides)",
          {"auto", "shm", "gloo", "nccl"});
-  s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "");
+  s.bind("distributed.bucket_cap_mb", &c.distributed.bucket_cap_mb, "", positive(1 << 20));
   s.bind("distributed.compression", &c.distributed.compression, "gradient compression hook",
          {"none", "fp16", "bf16", "int8", "powersgd"});
   s.bind("distributed.overlap", &c.distributed.overlap, "communicate during backward");
-  s.bind("zero.stage", &c.zero.stage, "ZeRO: 0 off (DDP), 1 optimizer state, 2 + gradients, 3 + parameters");
+  s.bind("zero.stage", &c.zero.stage, "ZeRO: 0 off (DDP), 1 optimizer state, 2 + gradients, 3 + parameters",
+         at_least(0, 3, "0 (off), 1, 2 or 3"));
   s.bind("zero.prefetch", &c.zero.prefetch, "stage 3: gather the next layer during this one");
-  s.bind("parallel.data", &c.parallel.data, "model replicas (0: world / (pipeline x tensor))");
-  s.bind("parallel.pipeline", &c.parallel.pipeline, "pipeline stages per replica");
-  s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp)");
-  s.bind("parallel.micro_batches", &c.parallel.micro_batches, "pipeline micro-batches per step");
+  s.bind("parallel.data", &c.parallel.data, "model replicas (0: world / (pipeline x tensor))",
+         at_least(0, kMaxRanks, "0 (the rest of the world) or more"));
+  s.bind("parallel.pipeline", &c.parallel.pipeline, "pipeline stages per replica", at_least(1, kMaxRanks));
+  s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp)", at_least(1, kMaxRanks));
+  s.bind("parallel.micro_batches", &c.parallel.micro_batches, "pipeline micro-batches per step", at_least(1, kMaxBatch));
   s.bind("parallel.schedule", &c.parallel.schedule, "pipeline schedule", kScheduleNames);
   s.bind("activation_checkpointing", &c.activation_checkpointing,
          "model regions recomputed in backward (glob patterns)");
   s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
-  s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end");
-  s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "");
+  s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end", at_least(0, kMax, "0 (end only) or more"));
+  s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "", at_least(1, 1e6));
   s.bind("checkpoint.resume", &c.checkpoint.resume, "resume from the newest complete checkpoint");
   s.bind("checkpoint.on_error", &c.checkpoint.on_error,
          "a checkpoint that cannot be written (disk full): stop the run, or warn and train on",
          kCheckpointErrorNames);
   s.bind("profiler.enabled", &c.profiler.enabled, "per-step breakdown and advice at the end");
-  s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)");
-  s.bind("profiler.trace_steps", &c.profiler.trace_steps, "");
+  s.bind("profiler.trace_start_step", &c.profiler.trace_start_step, "Chrome trace window (-1: none)",
+         at_least(-1, kMax, "-1 (no trace) or a step number (0 or more)"));
+  s.bind("profiler.trace_steps", &c.profiler.trace_steps, "", at_least(1, 1e6));
   s.bind("profiler.op_profile", &c.profiler.op_profile, "LibTorch per-op trace for the window");
   s.bind("profiler.memory", &c.profiler.memory, "per-rank memory table (and step peak) at the end");
-  s.bind("eval.every_epochs", &c.eval.every_epochs, "0: only at the end");
-  s.bind("eval.every_steps", &c.eval.every_steps, "also every N steps (0: off)");
-  s.bind("eval.target_accuracy", &c.eval.target_accuracy,
-         "percent; report the training time to reach it");
+  s.bind("eval.every_epochs", &c.eval.every_epochs, "0: only at the end", at_least(0, kMax, "0 (end only) or more"));
+  s.bind("eval.every_steps", &c.eval.every_steps, "also every N steps (0: off)", at_least(0, kMax, "0 (off) or more"));
+  s.bind("eval.target_accuracy", &c.eval.target_accuracy, "percent; report the training time to reach it",
+         at_least(0, 100, "a percentage in [0, 100]"));
   s.bind("eval.stop_at_target", &c.eval.stop_at_target, "end the run once the target is reached");
   return s;
 }
@@ -122,22 +140,10 @@ void require(bool ok, const std::string& key, const std::string& what) {
 }  // namespace
 
 void validate(const TrainConfig& c, int64_t world_size) {
-  require(c.model.num_classes >= 1, "model.num_classes", "must be at least 1");
-  for (int64_t width : c.model.hidden) require(width >= 1, "model.hidden", "every width must be at least 1");
-  require(c.data.workers >= 0, "data.workers", "must be 0 (load in the training thread) or more");
-  require(c.data.prefetch_factor >= 1, "data.prefetch_factor", "must be at least 1");
-  require(c.data.train_limit >= 0, "data.train_limit", "must be 0 (all) or more");
-  require(c.data.eval_limit >= 0, "data.eval_limit", "must be 0 (all) or more");
-  require(c.data.image_size >= 8, "data.image_size", "must be at least 8");
-  require(c.train.epochs >= 1, "train.epochs", "must be at least 1");
-  require(c.train.max_steps >= 0, "train.max_steps", "must be 0 (epochs decide) or more");
-  require(c.train.grad_accumulation >= 1, "train.grad_accumulation", "must be at least 1");
-  require(c.train.log_every >= 1, "train.log_every", "must be at least 1");
-  require(c.train.batch_size >= 1, "train.batch_size", "must be at least 1");
-  require(c.parallel.data >= 0, "parallel.data", "must be 0 (the rest of the world) or more");
-  require(c.parallel.pipeline >= 1, "parallel.pipeline", "must be at least 1");
-  require(c.parallel.tensor >= 1, "parallel.tensor", "must be at least 1");
-  require(c.parallel.micro_batches >= 1, "parallel.micro_batches", "must be at least 1");
+  TrainConfig copy = c;
+  schema_for(copy).check_ranges();  // every number in its range, every string among its choices
+  require(!c.run_dir.empty(), "run_dir",
+          "is empty; give the directory for metrics.jsonl and checkpoints, e.g. runs/my_run");
   const hybrid::ParallelLayout layout = parallel_layout(c, world_size);
   const std::string problem = hybrid::layout_problem(layout, static_cast<int>(world_size));
   require(problem.empty(), "parallel", problem + " (parallel.data 0 takes the rest)");
@@ -155,22 +161,6 @@ void validate(const TrainConfig& c, int64_t world_size) {
           std::to_string(c.train.batch_size) + " does not split evenly over " + std::to_string(layout.data) +
               (layout.model_parallel() ? " data-parallel replicas x " : " ranks x ") + std::to_string(micro) + " micro-batches; use a multiple of " +
               std::to_string(parts));
-  require(c.optimizer.lr > 0, "optimizer.lr", "must be positive");
-  require(c.optimizer.lr_batch >= 1, "optimizer.lr_batch", "must be at least 1");
-  require(c.optimizer.momentum >= 0 && c.optimizer.momentum < 1, "optimizer.momentum", "must be in [0, 1)");
-  require(c.optimizer.weight_decay >= 0, "optimizer.weight_decay", "must be 0 or more");
-  require(c.optimizer.clip_grad_norm >= 0, "optimizer.clip_grad_norm", "must be 0 (off) or more");
-  require(c.schedule.warmup_steps >= 0, "schedule.warmup_steps", "must be 0 or more");
-  require(c.amp.init_scale > 0, "amp.init_scale", "must be positive");
-  require(c.amp.growth_interval >= 1, "amp.growth_interval", "must be at least 1");
-  require(c.distributed.bucket_cap_mb > 0, "distributed.bucket_cap_mb", "must be positive");
-  require(c.checkpoint.every_steps >= 0, "checkpoint.every_steps", "must be 0 (end only) or more");
-  require(c.checkpoint.keep_last >= 1, "checkpoint.keep_last", "must be at least 1");
-  require(c.profiler.trace_steps >= 1, "profiler.trace_steps", "must be at least 1");
-  require(c.eval.every_epochs >= 0, "eval.every_epochs", "must be 0 (end only) or more");
-  require(c.eval.every_steps >= 0, "eval.every_steps", "must be 0 (off) or more");
-  require(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 100, "eval.target_accuracy",
-          "is a percentage in [0, 100]");
   for (const auto* patterns : {&c.amp.fp32_modules, &c.amp.low_modules}) {
     for (const auto& p : *patterns) {
       require(!p.empty(), patterns == &c.amp.fp32_modules ? "amp.fp32_modules" : "amp.low_modules",
@@ -181,8 +171,6 @@ void validate(const TrainConfig& c, int64_t world_size) {
     require(!p.empty(), "activation_checkpointing",
             "has an empty pattern; give region names or globs such as \"layer*\"");
   }
-  require(c.zero.stage >= 0 && c.zero.stage <= 3, "zero.stage",
-          std::to_string(c.zero.stage) + " is not a ZeRO stage; use 0 (off), 1, 2 or 3");
   require(c.zero.stage == 0 || c.distributed.compression == "none", "distributed.compression",
           "'" + c.distributed.compression + "' compresses DDP's allreduce, which ZeRO (zero.stage " +
               std::to_string(c.zero.stage) + ") does not use; set it to none or zero.stage to 0");

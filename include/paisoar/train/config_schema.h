@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -26,12 +27,31 @@ class ConfigError : public c10::ValueError {
   explicit ConfigError(std::string message) : c10::ValueError(std::move(message)) {}
 };
 
+// The values a number may take, inclusive unless open; every number must
+// also be finite. `words` is what the user is told ("0 (off) or more"); empty:
+// derived from the bounds.
+struct Range {
+  double min = -std::numeric_limits<double>::max();
+  double max = std::numeric_limits<double>::max();
+  bool min_open = false;
+  bool max_open = false;
+  std::string words;
+
+  bool contains(double v) const;
+  std::string describe() const;  // "at least 1", "between 1 and 64", or `words`
+};
+// The common ranges, each with a cap where a larger value cannot be meant.
+Range at_least(double min, double max = std::numeric_limits<double>::max(), std::string words = "");
+Range positive(double max = std::numeric_limits<double>::max());  // > 0
+Range any_number();
+
 class ConfigSchema {
  public:
   // Binds `path` to `*field`, which must outlive the schema. `help` is printed
-  // next to the key by dump(). `choices`, when given, are the allowed strings.
-  void bind(const std::string& path, int64_t* field, std::string help);
-  void bind(const std::string& path, double* field, std::string help);
+  // next to the key by dump(). `choices`, when given, are the allowed strings;
+  // `range`, the values a number (or each number of a list) may take.
+  void bind(const std::string& path, int64_t* field, std::string help, Range range = any_number());
+  void bind(const std::string& path, double* field, std::string help, Range range = any_number());
   void bind(const std::string& path, bool* field, std::string help);
   void bind(const std::string& path, std::string* field, std::string help,
             std::vector<std::string> choices = {});
@@ -50,7 +70,7 @@ class ConfigSchema {
         });
   }
   // A list of integers, e.g. "[1, 2, 4]".
-  void bind(const std::string& path, std::vector<int64_t>* field, std::string help);
+  void bind(const std::string& path, std::vector<int64_t>* field, std::string help, Range range = any_number());
   // A list of strings, e.g. "[fc2, \"*.norm\"]".
   void bind(const std::string& path, std::vector<std::string>* field, std::string help);
 
@@ -59,6 +79,9 @@ class ConfigSchema {
   void load_file(const std::string& path);
   // "key=value", the value parsed as YAML ("0.1", "true", "[1,2]", "name").
   void set(const std::string& assignment);
+  // Throws ConfigError naming the first bound field whose value is outside its
+  // range: for a config built in code, which load_yaml/set never saw.
+  void check_ranges() const;
 
   // The effective configuration as YAML, every key, with its help as a comment.
   std::string dump() const;
@@ -72,6 +95,7 @@ class ConfigSchema {
     std::vector<std::string> choices;
     std::function<void(const YAML::Node&)> assign;  // throws ConfigError (message without the key)
     std::function<std::string()> show;
+    std::function<void()> check;  // throws ConfigError when the value is outside its range
   };
   void add(Field field);
   // The field is choices[get()]; set(i) stores choices[i].
@@ -81,6 +105,10 @@ class ConfigSchema {
   void bind_list(const std::string& path, std::vector<T>* field, std::string help, const std::string& item,
                  std::function<std::string(const T&)> show_item);
   void apply(const YAML::Node& node, const std::string& prefix, const std::string& source);
+  // The mapping's keys as names; throws ConfigError for a key that is not a
+  // name or appears twice (YAML would keep only one of them, silently).
+  static std::vector<std::string> key_names(const YAML::Node& map, const std::string& prefix,
+                                            const std::string& source);
   const Field* find(const std::string& path) const;
   std::string closest(const std::string& path) const;
 

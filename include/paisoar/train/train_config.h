@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/data/image_codec.h"
 #include "paisoar/hybrid/parallel_layout.h"
 #include "paisoar/pipeline/schedule.h"
 #include "paisoar/train/config_schema.h"
@@ -45,6 +46,7 @@ struct DataConfig {
   int64_t prefetch_factor = 2;
   bool augment = false;        // idx: RandomAffine; images: RandomResizedCrop + flip
   int64_t image_size = 224;    // folder/shards: the crop side
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // folder/shards: larger images are refused (Pillow's limit; 0: none)
   OnBadSample on_error = OnBadSample::Raise;  // a bad sample: raise (stop the run) or skip (drop, count)
 };
 
