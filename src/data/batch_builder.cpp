@@ -25,7 +25,7 @@ Example checked_example(const Dataset& dataset, int64_t index, int64_t epoch,
   Example ex = dataset.get(index, rng);
   const int64_t classes = dataset.num_classes();
   if (classes > 0 && (ex.label < 0 || ex.label >= classes)) {
-    throw DataError(dataset.describe(index) + ": label " + std::to_string(ex.label) +
+    throw DataError(dataset.describe_label(index) + ": label " + std::to_string(ex.label) +
                     " is outside [0, " + std::to_string(classes) +
                     "); fix the label or the number of classes");
   }

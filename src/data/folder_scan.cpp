@@ -30,6 +30,21 @@ DataError cannot_list(const fs::path& dir, const std::error_code& ec) {
                    "; check that it exists and is readable");
 }
 
+// An image name on a FIFO, socket or device would block or never end when
+// read; a dangling link would fail at some later epoch. Both stop the scan.
+void require_regular(const fs::directory_entry& entry) {
+  std::error_code ec;
+  const fs::file_status status = entry.status(ec);  // follows symlinks
+  if (fs::is_regular_file(status)) return;
+  std::string kind = "not a regular file";
+  if (status.type() == fs::file_type::not_found) kind = "a dangling symbolic link";
+  if (status.type() == fs::file_type::fifo) kind = "a FIFO (named pipe)";
+  if (status.type() == fs::file_type::socket) kind = "a socket";
+  if (status.type() == fs::file_type::character || status.type() == fs::file_type::block) kind = "a device";
+  throw DataError("'" + entry.path().string() + "' is " + kind +
+                  ", not an image file; remove it or move it out of the image folder");
+}
+
 // (directory, file name) of every image under `dir`, in torchvision's order.
 std::vector<std::pair<std::string, std::string>> images_under(const fs::path& dir) {
   std::vector<std::pair<std::string, std::string>> found;
@@ -42,6 +57,7 @@ std::vector<std::pair<std::string, std::string>> images_under(const fs::path& di
       continue;
     }
     if (!it->is_directory(ec) && is_image_name(p.filename().string())) {
+      require_regular(*it);
       found.emplace_back(p.parent_path().string(), p.filename().string());
     }
   }

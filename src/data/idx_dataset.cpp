@@ -24,7 +24,7 @@ torch::Tensor read_checked(const std::string& path) {
 
 IdxDataset::IdxDataset(const std::string& images, const std::string& labels,
                        ImagePipeline pipeline, IdxDatasetOptions options)
-    : images_path_(images), pipeline_(std::move(pipeline)), options_(options) {
+    : images_path_(images), labels_path_(labels), pipeline_(std::move(pipeline)), options_(options) {
   images_ = read_checked(images);
   auto raw_labels = read_checked(labels);
   if (images_.scalar_type() != torch::kUInt8 || images_.dim() != 3) {
@@ -57,6 +57,10 @@ Example IdxDataset::get(int64_t index, SampleRng& rng) const {
 
 std::string IdxDataset::describe(int64_t index) const {
   return images_path_ + " record " + std::to_string(index);
+}
+
+std::string IdxDataset::describe_label(int64_t index) const {
+  return labels_path_ + " record " + std::to_string(index);
 }
 
 ImagePipeline fashion_mnist_pipeline(TransformList augment) {

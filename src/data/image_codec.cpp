@@ -85,8 +85,18 @@ ImageInfo read_image_info(const uint8_t* bytes, size_t size) {
   }
 }
 
+void require_within_pixel_limit(const ImageInfo& info, int64_t max_pixels) {
+  if (max_pixels <= 0 || info.height * info.width <= max_pixels) return;
+  throw DataError("the image is " + std::to_string(info.width) + "x" + std::to_string(info.height) + " = " +
+                  std::to_string(info.height * info.width) + " pixels, over the limit of " +
+                  std::to_string(max_pixels) + " (data.max_image_pixels; Pillow's too): decoded it would take " +
+                  std::to_string(info.height * info.width * info.channels / (1 << 20)) +
+                  " MiB. Shrink the image, or raise data.max_image_pixels (0: no limit) if it is meant");
+}
+
 Image decode_image(const uint8_t* bytes, size_t size, const DecodeOptions& options) {
   check_channels(options.channels, "decode_image");
+  require_within_pixel_limit(read_image_info(bytes, size), options.max_pixels);
   const ImageFormat format = known_format(bytes, size);
   if (format == ImageFormat::Jpeg) return jpeg_decode(bytes, size, options);
   Image full = format == ImageFormat::Png ? png_decode(bytes, size) : pnm_decode(bytes, size);

@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -18,6 +15,7 @@
 
 #include "paisoar/data/data_error.h"
 #include "paisoar/data/folder_scan.h"
+#include "src/util/input_file.h"
 
 namespace paisoar::data {
 ImageFolder::ImageFolder(const std::string& root, ImagePipeline pipeline)
@@ -45,20 +43,11 @@ std::string ImageFolder::describe(int64_t index) const {
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!file) throw DataError("cannot open " + path + ": " + std::strerror(errno));
-  FILE* f = file.get();
-  long size = -1;
-  if (std::fseek(f, 0, SEEK_END) == 0) size = std::ftell(f);
-  if (size < 0 || std::fseek(f, 0, SEEK_SET) != 0) {
-    throw DataError("cannot read " + path + ": not a regular file (" + std::strerror(errno) + ")");
+  try {
+    return util::InputFile(path, "image file").read_all_bytes();  // a FIFO is refused, not waited on
+  } catch (const c10::Error& e) {
+    throw DataError(error_text(e));
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
-    throw DataError("cannot read " + path + ": " +
-                    (std::ferror(f) ? std::strerror(errno) : "the file shrank while being read"));
-  }
-  return bytes;
 }
 
 }  // namespace paisoar::data

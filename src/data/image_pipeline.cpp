@@ -35,9 +35,10 @@ float channel_value(const std::vector<float>& values, int64_t c, float otherwise
 
 }  // namespace
 
-ImagePipeline::ImagePipeline(TransformList transforms, ToTensorOptions to_tensor)
-    : transforms_(std::move(transforms)), to_tensor_(std::move(to_tensor)) {
+ImagePipeline::ImagePipeline(TransformList transforms, ToTensorOptions to_tensor, int64_t max_pixels)
+    : transforms_(std::move(transforms)), to_tensor_(std::move(to_tensor)), max_pixels_(max_pixels) {
   check_options(to_tensor_);
+  TORCH_CHECK_VALUE(max_pixels_ >= 0, "ImagePipeline: max_pixels is ", max_pixels_, "; use 0 (no limit) or more");
   for (size_t i = 0; i < transforms_.size(); ++i) {
     TORCH_CHECK(transforms_[i] != nullptr, "ImagePipeline: transform ", i, " is null");
   }
@@ -48,9 +49,11 @@ torch::Tensor ImagePipeline::operator()(const uint8_t* bytes, size_t size, Sampl
       transforms_.empty() ? nullptr : dynamic_cast<const CropResize*>(transforms_[0].get());
   DecodeOptions options;
   options.channels = to_tensor_.channels;
+  options.max_pixels = max_pixels_;
   Image image;
   if (fused != nullptr) {
     const ImageInfo info = read_image_info(bytes, size);
+    require_within_pixel_limit(info, max_pixels_);  // before the crop is planned on it
     const CropPlan plan = fused->plan(info.height, info.width, rng);
     options.region = plan.region;
     options.min_height = plan.out_height;

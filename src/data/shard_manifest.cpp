@@ -6,19 +6,23 @@
 
 #include <c10/util/Exception.h>
 
-#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 
 #include "paisoar/data/data_error.h"
 #include "paisoar/data/record_shards.h"
+#include "paisoar/error.h"
 #include "src/util/atomic_file.h"
+#include "src/util/input_file.h"
 
 namespace paisoar::data {
 namespace {
 
 constexpr const char* kFormat = "paisoar-shards-v1";
+// A manifest names shards and classes; 256 MiB is far beyond any real one.
+constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 28;
 
 std::string manifest_path(const std::string& dir) { return dir + "/dataset.json"; }
 
@@ -56,11 +60,17 @@ void write_manifest(const std::string& dir, const ShardManifest& manifest) {
 
 ShardManifest read_manifest(const std::string& dir) {
   const std::string path = manifest_path(dir);
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     throw DataError("'" + path + "' not found: '" + dir +
                     "' is not a converted data set, or its conversion did not finish; "
                     "run paisoar convert first");
+  }
+  std::string text;
+  try {
+    text = util::InputFile(path, "data set manifest").read_all(kMaxManifestBytes);
+  } catch (const c10::Error& e) {
+    throw DataError(error_text(e));
   }
   auto bad = [&](const std::string& what) {
     return DataError("data set manifest '" + path + "' is malformed: " + what +
@@ -68,11 +78,13 @@ ShardManifest read_manifest(const std::string& dir) {
   };
   ShardManifest m;
   try {
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = nlohmann::json::parse(text);
     if (!j.is_object() || j.value("format", std::string()) != kFormat) {
       throw bad(std::string("\"format\" is not \"") + kFormat + "\"");
     }
     m.classes = j.at("classes").get<std::vector<std::string>>();
+    // Without classes the loader could not check a label against them.
+    if (m.classes.empty()) throw bad("\"classes\" is empty (a data set has at least one class)");
     int64_t total = 0;
     for (const auto& shard : j.at("shards")) {
       m.shards.push_back(shard.at("file").get<std::string>());

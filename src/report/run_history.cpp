@@ -8,14 +8,18 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
+
+#include "src/util/input_file.h"
 
 namespace paisoar::report {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Longer lines are not records paisoar train wrote (a config is a few KB).
+constexpr size_t kMaxLine = 1 << 20;
 
 // Records by step; a resume at `step` forgets what came after it.
 class ByStep {
@@ -62,6 +66,36 @@ void note_mixed_configs(RunHistory& run, const std::string& file) {
                          "config its own run_dir");
 }
 
+// One record that parsed, by its event. Throws nlohmann::json::exception for a
+// field of the wrong type, before anything changed.
+void take_record(const nlohmann::json& record, const std::string& file, size_t line_number, RunHistory& run,
+                 ByStep& steps, ByStep& evals) {
+  const std::string event = record.value("event", "");
+  const int64_t step = record["step"].get<int64_t>();
+  if (event == "run_start") {
+    const RunStart start{step, record.value("world_size", 0), record.value("time", 0.0),
+                         record.value("config", std::string())};
+    const size_t dropped = steps.drop_after(step) + evals.drop_after(step);
+    if (dropped > 0) {
+      run.warnings.push_back(file + ":" + std::to_string(line_number) + ": resumed at step " + std::to_string(step) +
+                             "; " + std::to_string(dropped) +
+                             " earlier records past it are replaced by the resumed run's");
+    }
+    run.starts.push_back(start);
+  } else if (event == "advice") {
+    std::vector<Finding> advice;
+    for (const auto& a : record.value("advice", nlohmann::json::array())) {
+      advice.push_back(Finding{a.value("verdict", ""), a.value("evidence", ""), a.value("action", "")});
+    }
+    run.advice = std::move(advice);
+    run.advised = true;
+  } else if (record.contains("accuracy")) {
+    evals.put(record);
+  } else if (record.contains("loss")) {
+    steps.put(record);
+  }
+}
+
 }  // namespace
 
 double number_at(const nlohmann::json& record, const std::string& key) {
@@ -84,50 +118,46 @@ RunHistory read_run(const std::string& dir) {
     C10_THROW_ERROR(ValueError, "paisoar report: " + dir + " is not a directory; pass a run's run_dir");
   }
   const std::string file = (root / "metrics.jsonl").string();
-  std::ifstream in(file);
-  if (!in) {
+  std::error_code missing;
+  if (!fs::exists(file, missing)) {
     C10_THROW_ERROR(ValueError, "paisoar report: " + file +
                                     " does not exist; pass the run_dir a paisoar train run wrote its metrics to");
   }
+  util::InputFile in(file, "metrics file");  // a FIFO or device is refused, never waited on
   RunHistory run;
   run.dir = dir;
   run.name = fs::absolute(root).lexically_normal().filename().string();
   if (run.name.empty()) run.name = fs::absolute(root).lexically_normal().parent_path().filename().string();
   ByStep steps, evals;
-  size_t line_number = 0, torn = 0;
-  for (std::string line; std::getline(in, line);) {
+  size_t line_number = 0, torn = 0, mistyped = 0;
+  std::string line;
+  bool cut = false;
+  while (in.read_line(line, kMaxLine, &cut)) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json record =
+        cut ? nlohmann::json() : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) {
       if (torn++ == 0) {
         run.warnings.push_back(file + ":" + std::to_string(line_number) +
-                               ": a torn or unreadable line was skipped (a killed run cuts its last one)");
+                               (cut ? ": a line longer than " + std::to_string(kMaxLine) + " bytes was skipped"
+                                    : ": a torn or unreadable line was skipped (a killed run cuts its last one)"));
       }
       continue;
     }
-    const std::string event = record.value("event", "");
-    const int64_t step = record["step"].get<int64_t>();
-    if (event == "run_start") {
-      const size_t dropped = steps.drop_after(step) + evals.drop_after(step);
-      if (dropped > 0) {
-        run.warnings.push_back(file + ":" + std::to_string(line_number) + ": resumed at step " + std::to_string(step) +
-                               "; " + std::to_string(dropped) +
-                               " earlier records past it are replaced by the resumed run's");
+    try {
+      take_record(record, file, line_number, run, steps, evals);
+    } catch (const nlohmann::json::exception& e) {
+      // A field of the wrong type: the file was edited or written by another program.
+      if (mistyped++ == 0) {
+        run.warnings.push_back(file + ":" + std::to_string(line_number) + ": a record with a field of the wrong type " +
+                               "was skipped (" + std::string(e.what()).substr(std::string(e.what()).find(']') + 2) +
+                               "); paisoar train writes numbers where numbers belong");
       }
-      run.starts.push_back(RunStart{step, record.value("world_size", 0), record.value("time", 0.0),
-                                    record.value("config", std::string())});
-    } else if (event == "advice") {
-      run.advice.clear();
-      run.advised = true;
-      for (const auto& a : record.value("advice", nlohmann::json::array())) {
-        run.advice.push_back(Finding{a.value("verdict", ""), a.value("evidence", ""), a.value("action", "")});
-      }
-    } else if (record.contains("accuracy")) {
-      evals.put(record);
-    } else if (record.contains("loss")) {
-      steps.put(record);
     }
+  }
+  if (mistyped > 1) {
+    run.warnings.push_back(file + ": " + std::to_string(mistyped) + " records with fields of the wrong type were skipped in all");
   }
   if (torn > 1) {
     run.warnings.push_back(file + ": " + std::to_string(torn) + " torn or unreadable lines were skipped in all");

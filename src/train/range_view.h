@@ -18,6 +18,7 @@ class RangeView : public data::Dataset {
   }
   int64_t num_classes() const override { return base_->num_classes(); }
   std::string describe(int64_t index) const override { return base_->describe(begin_ + index); }
+  std::string describe_label(int64_t index) const override { return base_->describe_label(begin_ + index); }
 
  private:
   std::shared_ptr<const data::Dataset> base_;

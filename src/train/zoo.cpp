@@ -10,6 +10,7 @@
 
 #include <tuple>
 
+#include "paisoar/data/data_error.h"
 #include "paisoar/data/idx_dataset.h"
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/shard_dataset.h"
@@ -49,13 +50,24 @@ ImagePipeline image_pipeline(const DataConfig& c, bool train) {
     t.push_back(std::make_shared<data::Resize>(c.image_size * 8 / 7));
     t.push_back(std::make_shared<data::CenterCrop>(c.image_size, c.image_size));
   }
-  return ImagePipeline(std::move(t), to_tensor);
+  return ImagePipeline(std::move(t), to_tensor, c.max_image_pixels);
 }
 
 std::shared_ptr<const data::Dataset> open_images(const DataConfig& c, const std::string& path,
                                                  bool train) {
   if (c.format == "folder") return std::make_shared<data::ImageFolder>(path, image_pipeline(c, train));
   return std::make_shared<data::ShardDataset>(path, image_pipeline(c, train));
+}
+
+// The reference models for idx data take Fashion-MNIST's 28x28 images; other
+// sizes would fail inside the model's forward, without naming the file.
+void require_fashion_mnist_size(const data::IdxDataset& set, const std::string& file) {
+  const int64_t h = set.images().size(1), w = set.images().size(2);
+  if (h == 28 && w == 28) return;
+  throw data::DataError(file + ": holds " + std::to_string(h) + "x" + std::to_string(w) +
+                        " images; the reference models for data.format idx (fashion_cnn, mlp) take 28x28, "
+                        "Fashion-MNIST's size: give Fashion-MNIST's IDX files, or train a model of your own on "
+                        "these (examples/own_model)");
 }
 
 Data open_data(const DataConfig& c, int64_t num_classes) {
@@ -68,12 +80,16 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
     if (c.augment) {
       augment.push_back(std::make_shared<data::RandomAffine>(10.0, std::array<double, 2>{0.1, 0.1}));
     }
-    d.train = std::make_shared<data::IdxDataset>(c.path + "/train-images-idx3-ubyte.gz",
-                                                 c.path + "/train-labels-idx1-ubyte.gz",
-                                                 data::fashion_mnist_pipeline(std::move(augment)), train_options);
-    d.eval = std::make_shared<data::IdxDataset>(c.path + "/t10k-images-idx3-ubyte.gz",
-                                                c.path + "/t10k-labels-idx1-ubyte.gz",
-                                                data::fashion_mnist_pipeline(), eval_options);
+    const std::string train_images = c.path + "/train-images-idx3-ubyte.gz";
+    const std::string eval_images = c.path + "/t10k-images-idx3-ubyte.gz";
+    auto train = std::make_shared<data::IdxDataset>(train_images, c.path + "/train-labels-idx1-ubyte.gz",
+                                                    data::fashion_mnist_pipeline(std::move(augment)), train_options);
+    auto eval = std::make_shared<data::IdxDataset>(eval_images, c.path + "/t10k-labels-idx1-ubyte.gz",
+                                                   data::fashion_mnist_pipeline(), eval_options);
+    require_fashion_mnist_size(*train, train_images);
+    require_fashion_mnist_size(*eval, eval_images);
+    d.train = std::move(train);
+    d.eval = std::move(eval);
     return d;
   }
   d.channels = 3;

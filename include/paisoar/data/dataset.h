@@ -38,6 +38,9 @@ class Dataset {
   // Where sample `index` comes from, for error messages, e.g.
   // "/data/train/cat/001.jpg" or "shard-000003.tar record 17 (key 000017)".
   virtual std::string describe(int64_t index) const = 0;
+  // Where sample `index`'s label comes from, when that is another file (IDX
+  // keeps labels apart from images); describe(index) by default.
+  virtual std::string describe_label(int64_t index) const { return describe(index); }
 };
 
 }  // namespace paisoar::data

@@ -33,12 +33,14 @@ class IdxDataset : public Dataset {
   Example get(int64_t index, SampleRng& rng) const override;
   int64_t num_classes() const override { return options_.num_classes; }
   std::string describe(int64_t index) const override;
+  std::string describe_label(int64_t index) const override;
 
   const torch::Tensor& images() const { return images_; }  // uint8 [N, H, W]
   const torch::Tensor& labels() const { return labels_; }  // int64 [N]
 
  private:
   std::string images_path_;
+  std::string labels_path_;
   torch::Tensor images_;
   torch::Tensor labels_;
   ImagePipeline pipeline_;

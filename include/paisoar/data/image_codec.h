@@ -38,6 +38,11 @@ struct Region {
   int64_t width = 0;
 };
 
+// Pillow's limit (twice its MAX_IMAGE_PIXELS, where it raises
+// DecompressionBombError): a small file can announce an image that would take
+// gigabytes decoded.
+inline constexpr int64_t kDefaultMaxImagePixels = 178956970;
+
 struct DecodeOptions {
   // The part of the image wanted; empty (height or width 0) means all of it.
   Region region;
@@ -48,9 +53,15 @@ struct DecodeOptions {
   int64_t min_width = 0;
   // Output channels: 3 (RGB; gray is expanded) or 1 (gray; colour converted).
   int64_t channels = 3;
+  // An image of more pixels (height x width, from its header) is refused
+  // before anything is allocated: DataError. 0: no limit.
+  int64_t max_pixels = kDefaultMaxImagePixels;
 };
 
-// Decodes a JPEG, PNG or PNM. Returns the region (possibly scaled down as
+// Throws DataError unless info's height x width is within max_pixels (0: no limit).
+void require_within_pixel_limit(const ImageInfo& info, int64_t max_pixels);
+
+// Decodes a JPEG, PNG or PNM within options.max_pixels. Returns the region (possibly scaled down as
 // allowed above; the result's height/width say by how much). A scaled region's
 // edges are the requested ones divided by the scale and rounded, so they may be
 // off by up to half a decoded pixel. Throws DataError for corrupt or truncated

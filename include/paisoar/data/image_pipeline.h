@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "paisoar/data/image.h"
+#include "paisoar/data/image_codec.h"
 #include "paisoar/data/sample_rng.h"
 #include "paisoar/data/transforms.h"
 
@@ -31,7 +32,8 @@ struct ToTensorOptions {
 class ImagePipeline {
  public:
   ImagePipeline() = default;
-  ImagePipeline(TransformList transforms, ToTensorOptions to_tensor);
+  // `max_pixels`: larger images are refused before decoding (DecodeOptions).
+  ImagePipeline(TransformList transforms, ToTensorOptions to_tensor, int64_t max_pixels = kDefaultMaxImagePixels);
 
   // Throws DataError (corrupt/unknown image); callers add the file name.
   torch::Tensor operator()(const uint8_t* bytes, size_t size, SampleRng& rng) const;
@@ -42,6 +44,7 @@ class ImagePipeline {
  private:
   TransformList transforms_;
   ToTensorOptions to_tensor_;
+  int64_t max_pixels_ = kDefaultMaxImagePixels;
 };
 
 // The fused conversion on its own: uint8 HWC -> float CHW, normalised.
