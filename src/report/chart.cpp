@@ -104,6 +104,13 @@ bool Chart::has_data() const {
 std::vector<double> nice_ticks(double lo, double hi, int count) {
   TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi, "nice_ticks: need finite lo <= hi, got ", lo,
               ", ", hi);
+  if (!std::isfinite(hi - lo)) {
+    // The span overflows a double (values near +-1.8e308): the ticks of the
+    // halved range, doubled, are as nice and finite.
+    std::vector<double> ticks = nice_ticks(lo / 2, hi / 2, count);
+    for (double& t : ticks) t = std::clamp(t, -std::numeric_limits<double>::max() / 2, std::numeric_limits<double>::max() / 2) * 2;
+    return ticks;
+  }
   if (lo == hi) {
     const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
     lo -= pad;
@@ -118,7 +125,10 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   }
   std::vector<double> ticks;
   const double first = std::floor(lo / step + 1e-9) * step;
-  for (double t = first; ; t += step) {
+  // At most count * 2 + 2 ticks: a step that rounding made too small for the
+  // range cannot make the list grow without bound.
+  for (int i = 0; i <= 2 * std::max(count, 1) + 1; ++i) {
+    const double t = first + i * step;
     ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
     if (t >= hi - step * 1e-9) break;
   }
@@ -217,8 +227,9 @@ Figure lay_out(const Chart& chart, double width, double height) {
   TORCH_CHECK(right - left > 20 && bottom - top > 20, "lay_out: ", width, " x ", height,
               " pixels leave no room to plot '", chart.title, "'");
   const double x0 = xt.front(), x1 = xt.back(), y0 = yt.front(), y1 = yt.back();
-  const auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (right - left); };
-  const auto py = [&](double y) { return bottom - (y - y0) / (y1 - y0) * (bottom - top); };
+  // In halves, so that a range as wide as a double's stays finite.
+  const auto px = [&](double x) { return left + (x / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * (right - left); };
+  const auto py = [&](double y) { return bottom - (y / 2 - y0 / 2) / (y1 / 2 - y0 / 2) * (bottom - top); };
 
   for (double t : yt) {
     f.shapes.push_back(line({{left, py(t)}, {right, py(t)}}, kGrid, 1, true));

@@ -12,6 +12,7 @@
 #include "src/report/raster.h"
 #include "src/report/run_charts.h"
 #include "src/util/atomic_file.h"
+#include "src/util/output_path.h"
 
 namespace paisoar::report {
 namespace {
@@ -56,6 +57,17 @@ ReportFiles write_report(const std::vector<std::string>& run_dirs, const ReportO
   files.html = options.html_path.empty() ? (fs::path(run_dirs.front()) / "report.html").string() : options.html_path;
   files.png = options.png_path.empty() ? fs::path(files.html).replace_extension(".png").string() : options.png_path;
   for (const auto& run : runs) files.warnings.insert(files.warnings.end(), run.warnings.begin(), run.warnings.end());
+  std::vector<std::string> inputs;
+  for (const auto& run : runs) {
+    inputs.push_back((fs::path(run.dir) / "metrics.jsonl").string());
+    for (const auto& trace : run.traces) inputs.push_back((fs::path(run.dir) / trace).string());
+  }
+  util::require_not_an_input(files.html, inputs, "paisoar report: --html");
+  util::require_not_an_input(files.png, inputs, "paisoar report: --png");
+  if (fs::weakly_canonical(files.png) == fs::weakly_canonical(files.html)) {
+    C10_THROW_ERROR(ValueError, "paisoar report: --png and --html name the same file '" + files.png +
+                                    "'; give the PNG another path (by default it is the page's, with .png)");
+  }
 
   std::vector<Finding> unplaced;
   const std::vector<Plot> plots = plots_for(runs, unplaced);

@@ -156,7 +156,8 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
     error = error_text(e);
   }
   if (comm::any_rank(comm, !error.empty())) {
-    C10_THROW_ERROR(Error, !error.empty() ? error + " (checkpoint.dir)"
+    C10_THROW_ERROR(Error, !error.empty() ? error + " (checkpoint.dir, by default <run_dir>/checkpoints: set run_dir "
+                                                    "or checkpoint.dir)"
                                             : "rank 0 cannot use checkpoint.dir '" + options.dir +
                                                   "'; its error says why");
   }

@@ -53,7 +53,8 @@ std::string shard_file_name(int rank, int world) {
 ShardSet read_shard_set(const std::string& dir) {
   std::error_code ec;
   TORCH_CHECK(fs::is_directory(dir, ec), "ZeRO checkpoint directory '", dir, "' does not exist");
-  const std::regex pattern(R"(zero-(\d+)-of-(\d+)\.safetensors)");
+  // At most 6 digits: a million ranks, and no overflow in stoi for a name that lies.
+  const std::regex pattern(R"(zero-(\d{1,6})-of-(\d{1,6})\.safetensors)");
   std::map<int, std::set<int>> ranks_by_world;
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::smatch m;
@@ -73,12 +74,19 @@ ShardSet read_shard_set(const std::string& dir) {
   ShardSet set;
   set.dir = dir;
   set.world = ranks_by_world.begin()->first;
-  std::vector<std::string> missing;
-  for (int r = 0; r < set.world; ++r) {
-    if (!ranks_by_world.begin()->second.count(r)) missing.push_back(shard_file_name(r, set.world));
+  const auto& present = ranks_by_world.begin()->second;
+  TORCH_CHECK(*present.rbegin() < set.world, "'", dir, "' holds ", shard_file_name(*present.rbegin(), set.world),
+              ", whose rank is outside a ", set.world, "-rank save; remove the file");
+  if (static_cast<int>(present.size()) != set.world) {
+    std::vector<std::string> missing;  // the first few, named
+    for (int r = 0; r < set.world && missing.size() < 4; ++r) {
+      if (!present.count(r)) missing.push_back(shard_file_name(r, set.world));
+    }
+    const size_t more = static_cast<size_t>(set.world) - present.size() - missing.size();
+    TORCH_CHECK(false, "ZeRO checkpoint '", dir, "' is incomplete: missing ", join(missing),
+                more > 0 ? " and " + std::to_string(more) + " more" : std::string(), " of the ", set.world,
+                " shard files; copy them from the ranks that wrote them (every rank writes its own)");
   }
-  TORCH_CHECK(missing.empty(), "ZeRO checkpoint '", dir, "' is incomplete: missing ", join(missing), " of the ",
-              set.world, " shard files; copy them from the ranks that wrote them (every rank writes its own)");
 
   std::vector<format::TensorFile> files;
   for (int r = 0; r < set.world; ++r) files.push_back(format::load_safetensors(dir + "/" + shard_file_name(r, set.world)));

@@ -15,6 +15,7 @@
 #include "paisoar/format/safetensors.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
+#include "src/util/output_path.h"
 #include "src/zero/shard_set.h"
 
 namespace paisoar::zero {
@@ -174,6 +175,9 @@ format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
 
 void consolidate_shards(const std::string& dir, const std::string& out_path) {
   const detail::ShardSet set = detail::read_shard_set(dir);
+  std::vector<std::string> shards;
+  for (int r = 0; r < set.world; ++r) shards.push_back(dir + "/" + detail::shard_file_name(r, set.world));
+  util::require_not_an_input(out_path, shards, "zero-consolidate: the output");
   torch::ScalarType dtype = torch::kFloat;
   for (auto t : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
     if (set.dtype == c10::toString(t)) dtype = t;
