@@ -1,6 +1,9 @@
 // paisoar-core: the LibTorch half of the `paisoar` CLI (demo, train, convert, report, bench).
 // Users run `paisoar <command>`; the dispatcher execs this binary.
+#include <c10/util/Exception.h>
+
 #include <iostream>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +13,15 @@
 #include "paisoar/comm/env.h"
 #include "paisoar/version.h"
 #include "src/util/fault_point.h"
+
+namespace {
+
+constexpr const char* kOutOfMemoryAdvice =
+    "  the run asks for more memory than this machine has: lower train.batch_size (or raise\n"
+    "  train.grad_accumulation), model.hidden, model.num_classes, data.image_size or data.workers x\n"
+    "  data.prefetch_factor; zero.stage 1-3 and activation_checkpointing also save memory (docs/MEMORY.md)\n";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"paisoar: training acceleration for LibTorch"};
@@ -28,7 +40,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every command-line error exits 2, as
+    // usage errors do elsewhere (argparse, torchrun), not CLI11's 100-127.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     // The edge: a test's fault injection (PAISOAR_TEST_FAULT) is read here, once.
@@ -47,6 +61,12 @@ int main(int argc, char** argv) {
                    "them with scripts/build.sh\n";
       return 2;
     }
+  } catch (const c10::OutOfMemoryError& e) {
+    std::cerr << "paisoar: error: out of memory: " << paisoar::error_text(e) << "\n" << kOutOfMemoryAdvice;
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "paisoar: error: out of memory (an allocation failed)\n" << kOutOfMemoryAdvice;
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << paisoar::error_text(e) << "\n";
     return 1;

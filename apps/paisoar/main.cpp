@@ -124,6 +124,17 @@ int dispatch(int argc, char** argv) {
     std::fprintf(stderr, "paisoar: unknown option '%s'. Run 'paisoar --help'.\n", argv[1]);
     return 2;
   }
+  bool known = false;
+  std::string names;
+  for (const Subcommand& c : kSubcommands) {
+    known = known || command == c.name;
+    names += std::string(names.empty() ? "" : ", ") + c.name;
+  }
+  if (!known) {
+    std::fprintf(stderr, "paisoar: unknown command '%s'; the commands are %s. Run 'paisoar --help'.\n",
+                 command.c_str(), names.c_str());
+    return 2;
+  }
   return exec_core(argc, argv);
 }
 
