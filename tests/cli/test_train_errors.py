@@ -1,0 +1,144 @@
+"""`paisoar train` with bad input, through the real binary: each error names
+the key, file or flag and what to do, in readable text, with exit code 2 for
+a bad config or command line; nothing is trained or written."""
+import os
+import re
+
+import pytest
+
+from conftest import ROOT, printable
+
+CONFIG = ROOT / "configs" / "fashion_mnist.yaml"
+
+
+def config_error(result, *words):
+    assert result.code == 2, result
+    assert printable(result.err), result
+    assert result.err.startswith("paisoar train: "), result
+    for w in words:
+        assert w in result.err, f"{w!r} not in:\n{result}"
+
+
+def write(tmp_path, text, name="bad.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_misspelt_key_in_set_names_it_and_the_right_one(paisoar):
+    r = paisoar("train", "--config", CONFIG, "--set", "optimizer.lrr=0.1")
+    config_error(r, "unknown key 'optimizer.lrr'", "did you mean 'optimizer.lr'")
+
+
+def test_misspelt_key_in_the_file_names_the_file_and_the_right_one(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "optimizer:\n  lrr: 0.1\n"))
+    config_error(r, "bad.yaml", "unknown key 'optimizer.lrr'", "did you mean 'optimizer.lr'")
+
+
+def test_wrong_type_in_set_names_the_key_and_the_type(paisoar):
+    r = paisoar("train", "--config", CONFIG, "--set", "train.epochs=abc")
+    config_error(r, "--set train.epochs", "expected an integer, got 'abc'")
+
+
+def test_wrong_type_in_the_file(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "train:\n  batch_size: [64]\n"))
+    config_error(r, "bad.yaml", "train.batch_size", "expected an integer, got a list")
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("optimizer.lr", ".inf", ["optimizer.lr", "must be a finite number", "got inf"]),
+    ("optimizer.lr", "-0.1", ["optimizer.lr", "must be positive", "got -0.1"]),
+    ("optimizer.weight_decay", ".inf", ["optimizer.weight_decay", "finite"]),
+    ("optimizer.momentum", "1", ["optimizer.momentum", "must be in [0, 1)"]),
+    ("distributed.bucket_cap_mb", ".inf", ["distributed.bucket_cap_mb", "finite"]),
+    ("distributed.bucket_cap_mb", ".nan", ["distributed.bucket_cap_mb", "finite"]),
+    ("profiler.trace_start_step", "-5", ["profiler.trace_start_step", "-1 (no trace) or a step number"]),
+    ("model.num_classes", "10000000000000", ["model.num_classes", "between 1 and 1000000"]),
+    ("train.batch_size", "0", ["train.batch_size", "between 1 and"]),
+    ("amp.init_scale", "1e39", ["amp.init_scale", "got 1e+39"]),
+    ("zero.stage", "4", ["zero.stage", "0 (off), 1, 2 or 3", "got 4"]),
+    ("data.workers", "-1", ["data.workers", "0 (load in the training thread)"]),
+    ("eval.target_accuracy", "101", ["eval.target_accuracy", "percentage"]),
+    ("model.hidden", "[512, 0]", ["model.hidden", "between 1 and"]),
+])
+def test_numbers_out_of_range_or_not_finite_are_refused_with_the_key(paisoar, tmp_path, key, value, words):
+    # Through --set and through the file: both name the key (the file also its path).
+    r = paisoar("train", "--config", CONFIG, "--set", f"{key}={value}")
+    config_error(r, f"--set {key}", *words)
+    section, name = key.split(".")
+    r = paisoar("train", "--config", write(tmp_path, f"{section}:\n  {name}: {value}\n"))
+    config_error(r, "bad.yaml", *words)
+
+
+def test_duplicated_key_is_refused_with_both_lines(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "optimizer:\n  lr: 0.1\n  lr: 0.2\n"))
+    config_error(r, "bad.yaml:3", "'optimizer.lr' is given twice (first on line 2)")
+
+
+def test_duplicated_section_is_refused(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "optimizer:\n  lr: 0.1\ntrain:\n  epochs: 1\noptimizer:\n  momentum: 0.5\n"))
+    config_error(r, "bad.yaml:5", "'optimizer' is given twice (first on line 1)")
+
+
+def test_list_as_a_key_is_refused(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "optimizer:\n  [lr]: 0.1\n"))
+    config_error(r, "bad.yaml:2", "a key must be a name, got a list", "section 'optimizer'")
+
+
+def test_empty_run_dir_is_refused(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, 'run_dir: ""\n'))
+    config_error(r, "run_dir", "is empty")
+    assert not os.path.exists("/metrics.jsonl")
+
+
+def test_not_yaml(paisoar, tmp_path):
+    r = paisoar("train", "--config", write(tmp_path, "optimizer: [lr: 0.1\n"))
+    config_error(r, "bad.yaml", "not valid YAML")
+
+
+def test_missing_config_file(paisoar, tmp_path):
+    r = paisoar("train", "--config", tmp_path / "nope.yaml")
+    assert r.code == 2, r
+    assert "nope.yaml" in r.err and "does not exist" in r.err.lower(), r
+
+
+def test_config_that_is_a_directory(paisoar, tmp_path):
+    r = paisoar("train", "--config", tmp_path)
+    assert r.code == 2, r
+    assert str(tmp_path) in r.err and "directory" in r.err, r
+
+
+def test_config_that_is_a_fifo_is_refused_not_waited_on(paisoar, tmp_path):
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    r = paisoar("train", "--config", fifo, timeout=60)
+    config_error(r, str(fifo), "a FIFO", "not a regular file")
+
+
+def test_unknown_flag(paisoar):
+    r = paisoar("train", "--frobnicate")
+    assert r.code == 2, r
+    assert "--frobnicate" in r.err, r
+
+
+def test_set_without_equals(paisoar):
+    r = paisoar("train", "--set", "optimizer.lr")
+    config_error(r, "expected key=value")
+
+
+def test_print_config_is_a_config_the_binary_reads_back(paisoar, tmp_path):
+    r = paisoar("train", "--config", CONFIG, "--print-config")
+    assert r.code == 0, r
+    path = write(tmp_path, r.out, "printed.yaml")
+    again = paisoar("train", "--config", path, "--print-config")
+    assert again.code == 0 and again.out == r.out, again
+
+
+def test_run_dir_that_cannot_be_written(paisoar, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory\n")
+    r = paisoar("train", "--config", CONFIG, "--nproc", "1", "--set", f"run_dir={blocker}/run",
+                "--set", "train.max_steps=1", "--set", "data.train_limit=128", timeout=300)
+    assert r.code != 0, r
+    assert f"{blocker}/run/checkpoints" in r.err and "Not a directory" in r.err, r
+    assert "a directory you can write to" in r.err and "set run_dir or checkpoint.dir" in r.err, r
