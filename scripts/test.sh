@@ -2,7 +2,8 @@
 # The whole test suite: installs what is needed, builds, installs paisoar into
 # a scratch prefix and builds and runs the find_package example against it (as a
 # user's own project would), runs every C++ test with ctest, then installs the
-# Python package into the venv (pip install .) and runs its tests with pytest.
+# Python package into the venv (pip install .) and runs its tests and the
+# tests of what the real binaries print (tests/cli) with pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,4 +11,4 @@ scripts/build.sh
 scripts/check_install.sh
 ctest --test-dir build --output-on-failure -j 2
 scripts/install_python.sh
-"${PAISOAR_VENV:-$PWD/.venv}/bin/python" -m pytest -q tests/python
+"${PAISOAR_VENV:-$PWD/.venv}/bin/python" -m pytest -q tests/python tests/cli

@@ -4,7 +4,7 @@ inputs and outputs that would overwrite them, `bench` and `demo` with bad
 flags. Each names the input and exits non-zero (2 for the command line)."""
 import pytest
 
-from conftest import ROOT, printable
+from cli_support import ROOT, printable
 from data_files import idx_set
 
 

@@ -6,7 +6,7 @@ hangs: every run has a timeout."""
 import json
 import os
 
-from conftest import printable
+from cli_support import printable
 from data_files import idx_set, image_folder, png_bytes
 
 TINY = ["--nproc", "1", "--set", "train.max_steps=2", "--set", "train.batch_size=8", "--set", "train.log_every=1",

@@ -5,8 +5,9 @@ a missing run. Every run has a timeout, so a hang fails."""
 import json
 import os
 import resource
+import subprocess
 
-from conftest import printable
+from cli_support import BIN, printable
 
 
 def write_run(run, records):
@@ -57,8 +58,6 @@ def test_extreme_values_make_a_report_in_bounded_memory(paisoar, tmp_path):
     def cap():  # the report once grew to 16.7 GB on these values
         resource.setrlimit(resource.RLIMIT_DATA, (four_gib, four_gib))
 
-    import subprocess
-    from conftest import BIN
     done = subprocess.run([str(BIN), "report", str(run)], capture_output=True, text=True, timeout=120,
                           preexec_fn=cap)
     assert done.returncode == 0, done.stderr

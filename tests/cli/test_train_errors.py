@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, printable
+from cli_support import ROOT, printable
 
 CONFIG = ROOT / "configs" / "fashion_mnist.yaml"
 
