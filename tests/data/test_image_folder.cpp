@@ -2,6 +2,7 @@
 // finds them, samples through the pipeline, and the errors for a missing root,
 // no class folders, an empty class folder and a corrupt file (each named).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <unistd.h>
@@ -102,6 +103,38 @@ TEST_F(ImageFolderTest, NamesAnEmptyClassFolder) {
   write("dog/notes.txt", {1});
   testing::expect_data_error([&] { ImageFolder(root_.string(), pipeline()); },
                              {path("dog").c_str(), "put at least one image in it or remove the folder"});
+}
+
+TEST_F(ImageFolderTest, AFifoWithAnImageNameIsRefusedAtTheScan) {
+  write("cat/a.jpg", image_bytes(ImageFormat::Jpeg, 1));
+  ASSERT_EQ(::mkfifo(path("cat/x.jpg").c_str(), 0600), 0);
+  testing::expect_data_error([&] { ImageFolder(root_.string(), pipeline()); },
+                             {path("cat/x.jpg").c_str(), "a FIFO", "remove it or move it out of the image folder"});
+  fs::remove(root_ / "cat/x.jpg");
+  fs::create_symlink(root_ / "cat/gone.jpg", root_ / "cat/link.jpg");
+  testing::expect_data_error([&] { ImageFolder(root_.string(), pipeline()); },
+                             {path("cat/link.jpg").c_str(), "a dangling symbolic link"});
+}
+
+TEST_F(ImageFolderTest, AFileThatBecameAFifoAfterTheScanIsRefusedNotWaitedOn) {
+  write("cat/a.jpg", image_bytes(ImageFormat::Jpeg, 1));
+  const ImageFolder folder(root_.string(), pipeline());
+  fs::remove(root_ / "cat/a.jpg");
+  ASSERT_EQ(::mkfifo(path("cat/a.jpg").c_str(), 0600), 0);
+  SampleRng rng(1);
+  testing::expect_data_error([&] { folder.get(0, rng); }, {path("cat/a.jpg").c_str(), "not a regular file"});
+}
+
+TEST_F(ImageFolderTest, AnImageOverThePixelLimitIsRefusedBeforeDecoding) {
+  write("cat/a.png", image_bytes(ImageFormat::Png, 1));  // 10x6
+  ToTensorOptions o;
+  o.keep_uint8 = true;
+  const ImageFolder folder(root_.string(), ImagePipeline({std::make_shared<Resize>(4, 5)}, o, /*max_pixels=*/59));
+  SampleRng rng(1);
+  testing::expect_data_error([&] { folder.get(0, rng); },
+                             {path("cat/a.png").c_str(), "10x6 = 60 pixels, over the limit of 59", "data.max_image_pixels"});
+  const ImageFolder unlimited(root_.string(), ImagePipeline({std::make_shared<Resize>(4, 5)}, o, 0));
+  EXPECT_NO_THROW(unlimited.get(0, rng));
 }
 
 TEST_F(ImageFolderTest, ACorruptFileIsADataErrorNamingIt) {

@@ -270,8 +270,12 @@ TEST(RecordShards, ManifestRoundTripAndErrors) {
   std::ofstream(dir / "dataset.json") << "{\"format\": \"other\"}";
   expect_error_of<DataError>([&] { paisoar::data::read_manifest(dir.path()); }, {"format"});
   std::ofstream(dir / "dataset.json")
-      << R"({"format": "paisoar-shards-v1", "classes": [], "shards": [{"file": "../x.tar", "records": 1}]})";
+      << R"({"format": "paisoar-shards-v1", "classes": ["a"], "shards": [{"file": "../x.tar", "records": 1}]})";
   expect_error_of<DataError>([&] { paisoar::data::read_manifest(dir.path()); }, {"../x.tar"});
+  // No classes would turn the loader's label check off.
+  std::ofstream(dir / "dataset.json")
+      << R"({"format": "paisoar-shards-v1", "classes": [], "shards": [{"file": "x.tar", "records": 1}]})";
+  expect_error_of<DataError>([&] { paisoar::data::read_manifest(dir.path()); }, {"\"classes\" is empty"});
 }
 
 }  // namespace

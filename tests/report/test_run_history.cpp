@@ -6,6 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include <sys/stat.h>
 
 #include "src/report/run_history.h"
 
@@ -103,6 +106,33 @@ TEST_F(RunHistoryTest, WhatIsNotARunIsAnErrorNamingThePath) {
               std::string::npos);
   }
   EXPECT_THROW(read_run(dir_ + "/missing"), c10::ValueError);
+}
+
+TEST_F(RunHistoryTest, AMetricsFifoIsRefusedNotWaitedOn) {
+  ASSERT_EQ(::mkfifo((dir_ + "/metrics.jsonl").c_str(), 0600), 0);
+  try {
+    read_run(dir_);  // with no writer, opening a FIFO for reading would block forever
+    FAIL() << "a FIFO was read";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("metrics.jsonl' is a FIFO (named pipe), not a regular file"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
+}
+
+TEST_F(RunHistoryTest, RecordsOfTheWrongTypeAndOverlongLinesAreSkippedWithTheirLines) {
+  write("{\"event\":\"run_start\",\"step\":0,\"world_size\":\"two\"}\n" + step(10, 3.0) +
+        "{\"step\":15,\"loss\":1,\"pad\":\"" + std::string(2 << 20, 'x') + "\"}\n" +
+        "{\"event\":\"advice\",\"step\":20,\"advice\":[3]}\n" + step(30, 1.0));
+  const RunHistory run = read_run(dir_);
+  ASSERT_EQ(run.steps.size(), 2u);
+  EXPECT_TRUE(run.starts.empty());
+  EXPECT_FALSE(run.advised) << "a record that failed half way must change nothing";
+  std::string all;
+  for (const auto& w : run.warnings) all += w + "\n";
+  EXPECT_NE(all.find("metrics.jsonl:1: a record with a field of the wrong type was skipped"), std::string::npos) << all;
+  EXPECT_NE(all.find("metrics.jsonl:3: a line longer than 1048576 bytes was skipped"), std::string::npos) << all;
+  EXPECT_NE(all.find("2 records with fields of the wrong type were skipped in all"), std::string::npos) << all;
 }
 
 TEST(NumberAt, ReadsNestedNumbersAndSaysNanForTheRest) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "paisoar/train/train_config.h"
 #include "tests/support/expect_error.h"
@@ -144,4 +145,52 @@ TEST(Config, LoadConfigReadsAFileThenOverrides) {
   std::remove(path.c_str());
   expect_error_of<ConfigError>([] { load_config("/nonexistent/x.yaml"); },
                                {"/nonexistent/x.yaml", "check the path"});
+}
+
+TEST(Config, NumbersOutsideTheirRangeOrNotFiniteAreRefusedWhereRead) {
+  expect_error_of<ConfigError>([] { from_yaml("optimizer:\n  lr: .inf\n"); },
+                               {"test.yaml", "optimizer.lr", "finite", "got inf"});
+  expect_error_of<ConfigError>([] { from_yaml("distributed: {bucket_cap_mb: .nan}\n"); },
+                               {"distributed.bucket_cap_mb", "finite"});
+  expect_error_of<ConfigError>([] { from_yaml("profiler: {trace_start_step: -5}\n"); },
+                               {"profiler.trace_start_step", "-1 (no trace)", "got -5"});
+  expect_error_of<ConfigError>([] { from_yaml("model: {hidden: [64, 0]}\n"); }, {"model.hidden", "got 0"});
+  TrainConfig c;
+  auto schema = schema_for(c);
+  expect_error_of<ConfigError>([&] { schema.set("model.num_classes=10000000000000"); },
+                               {"--set model.num_classes", "between 1 and 1000000"});
+  EXPECT_EQ(c.model.num_classes, TrainConfig{}.model.num_classes) << "a refused value must not be stored";
+  expect_error_of<ConfigError>([&] { schema.set("model.hidden=[8, -1]"); }, {"model.hidden"});
+  EXPECT_TRUE(c.model.hidden.empty()) << "a refused list must not be stored";
+}
+
+TEST(Config, RangesAreCheckedForAConfigBuiltInCode) {
+  TrainConfig c;
+  validate(c, 2);  // every default lies in its range
+  c.distributed.bucket_cap_mb = std::numeric_limits<double>::infinity();
+  expect_error_of<ConfigError>([&] { validate(c, 2); }, {"distributed.bucket_cap_mb", "finite"});
+  c = TrainConfig{};
+  c.run_dir = "";
+  expect_error_of<ConfigError>([&] { validate(c, 2); }, {"run_dir", "is empty"});
+}
+
+TEST(Config, KeysGivenTwiceOrNotNamesAreRefusedWithTheirLines) {
+  expect_error_of<ConfigError>([] { from_yaml("optimizer:\n  lr: 0.1\n  lr: 0.2\n"); },
+                               {"test.yaml:3", "'optimizer.lr' is given twice (first on line 2)"});
+  expect_error_of<ConfigError>([] { from_yaml("train: {epochs: 1}\noptimizer: {lr: 1}\ntrain: {epochs: 2}\n"); },
+                               {"test.yaml:3", "'train' is given twice (first on line 1)"});
+  expect_error_of<ConfigError>([] { from_yaml("optimizer:\n  [lr]: 0.1\n"); },
+                               {"test.yaml:2", "a key must be a name, got a list", "'optimizer'"});
+}
+
+TEST(Config, RangesDescribeThemselves) {
+  EXPECT_EQ(at_least(1).describe(), "at least 1");
+  EXPECT_EQ(at_least(1, 64).describe(), "between 1 and 64");
+  EXPECT_EQ(positive().describe(), "positive");
+  EXPECT_EQ(at_least(0, 1, "0 (off) or more").describe(), "0 (off) or more");
+  Range half_open = at_least(0, 1);
+  half_open.max_open = true;
+  EXPECT_EQ(half_open.describe(), "in [0, 1)");
+  EXPECT_FALSE(half_open.contains(1));
+  EXPECT_FALSE(at_least(0).contains(std::numeric_limits<double>::quiet_NaN()));
 }

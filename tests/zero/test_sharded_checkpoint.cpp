@@ -118,6 +118,25 @@ TEST(ZeroShardedCheckpoint, ConsolidatesIntoOneModelFile) {
   }
 }
 
+TEST(ZeroShardedCheckpoint, ShardNamesThatLieAreClearErrorsAndTheOutputCannotBeAShard) {
+  paisoar::testing::TempDir tmp("zero_names");
+  auto d = global_data(3);
+  save_run(tmp / "a", 2, 1, d);
+  namespace fs = std::filesystem;
+  const auto shard0 = (tmp / "a/zero-0-of-2.safetensors");
+  const auto before = fs::file_size(shard0);
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", shard0); },
+                                 {"zero-0-of-2.safetensors", "would destroy that input"});
+  EXPECT_EQ(fs::file_size(shard0), before);
+  fs::create_directories(tmp / "huge");
+  fs::copy_file(shard0, tmp / "huge/zero-0-of-999999.safetensors");  // once: 999999 names built and listed
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "huge", tmp / "out.safetensors"); },
+                                 {"incomplete", "zero-1-of-999999.safetensors", "and 999994 more"});
+  fs::copy_file(shard0, tmp / "a/zero-5-of-2.safetensors");
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", tmp / "out.safetensors"); },
+                                 {"zero-5-of-2.safetensors", "outside a 2-rank save"});
+}
+
 TEST(ZeroShardedCheckpoint, MissingOrForeignShardsAreClearErrors) {
   paisoar::testing::TempDir tmp("zero_bad");
   auto d = global_data(3);
