@@ -16,7 +16,7 @@ import functools
 import torch
 
 from . import _module_wrap
-from ._grad_scaler import GradScaler
+from ._grad_scaler import GradScaler  # noqa: F401  (amp.GradScaler)
 # note_model_device is amp's for DistributedDataParallel, which calls it.
 from ._model_device import default_device_type, note_model_device, say_once  # noqa: F401
 from ._native import _C
