@@ -1,8 +1,10 @@
 // Errors from the C++ core as Python exceptions: the message without the C++
 // backtrace, the type by what the caller should do (ValueError: fix the
-// argument; CommError: a peer or the network; DataError: a file).
+// argument; CommError: a peer or the network; DataError: a file), or as
+// PyTorch raises it (AssertionError: GradScaler's calls out of order).
 #include "bindings.h"
 
+#include "paisoar/amp/grad_scaler.h"
 #include "paisoar/comm/types.h"
 #include "paisoar/data/data_error.h"
 #include "paisoar/train/config_schema.h"
@@ -35,6 +37,8 @@ void bind_errors(py::module_& m) {
       py::set_error(data_error.get_stored(), e.what_without_backtrace());
     } catch (const train::ConfigError& e) {
       py::set_error(config_error.get_stored(), e.what_without_backtrace());
+    } catch (const amp::GradScalerStateError& e) {
+      PyErr_SetString(PyExc_AssertionError, e.what_without_backtrace());
     } catch (const c10::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
     } catch (const c10::TypeError& e) {

@@ -31,8 +31,11 @@ from .parallel import _tensors_in
 class ZeroOptimizer(torch.optim.Optimizer):
     """Collective: every rank builds it over the same model (checked, and rank
     0's parameters and buffers broadcast). `param_groups` and `state` are the
-    shard optimizer's (`.inner`), so LR schedulers and GradScaler work on it;
-    GradScaler's inf/NaN verdict then covers every rank's shard."""
+    shard optimizer's (`.inner`), so LR schedulers and GradScaler work on it.
+    Each rank holds only its shard of the gradients, so a GradScaler stepping
+    it must be given the group (`amp.GradScaler(process_group=...)`, the same
+    group as here): every rank then agrees on each step's inf/NaN verdict.
+    A scaler without one is refused at its first step."""
 
     def __init__(self, model, optimizer_class, stage=1, process_group=None, bucket_cap_mb=25.0,
                  first_bucket_mb=1.0, overlap=True, find_unused_parameters=False, **optimizer_kwargs):
@@ -87,6 +90,11 @@ class ZeroOptimizer(torch.optim.Optimizer):
     @property
     def stage(self):
         return self._core.stage
+
+    @property
+    def _grads_sharded_over(self):
+        """The Communicator whose ranks each hold a shard of the gradients (read by amp.GradScaler)."""
+        return self._comm
 
     def memory(self):
         """Bytes this rank holds now: parameters, gradients, optimizer state."""

@@ -56,6 +56,12 @@ RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_p
   p.scaler.enabled = p.precision.scales_loss();
   p.scaler.init_scale = c.amp.init_scale;
   p.scaler.growth_interval = c.amp.growth_interval;
+  // The scale on the model's device from the start: a pipeline stage other
+  // than the last steps gradients without scaling a loss itself.
+  p.scaler.device = place.device;
+  // The Trainer stops a run whose scale keeps falling (gradients overflow at
+  // any scale) instead of skipping forever; Python's GradScaler leaves it off.
+  p.scaler.min_scale = 1.0;
   p.finite_loss.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
 
   p.checkpoint.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;

@@ -1,6 +1,8 @@
 // amp::GradScaler: the scale trajectory with infs injected at chosen steps,
 // unscaling, skipping, accumulation, the cross-rank verdict, the min-scale
-// floor and state_dict round trips, against values computed by hand.
+// floor and state_dict round trips, against values computed by hand; the
+// float32 rule (the scale is a float32, growth only to a finite float32) as
+// PyTorch keeps it. tests/python/test_amp_torch_parity.py compares with torch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,6 +14,7 @@
 
 using paisoar::amp::GradScaler;
 using paisoar::amp::GradScalerOptions;
+using paisoar::amp::GradScalerStateError;
 
 namespace {
 
@@ -211,6 +214,128 @@ TEST(GradScaler, CrossRankVerdictIsShared) {
   EXPECT_FALSE(stepped[1]);
   EXPECT_EQ(scales[0], 32768);
   EXPECT_EQ(scales[1], 32768);
+}
+
+// PyTorch keeps the scale as a float32 and grows it only to a finite float32:
+// from 1e38 (9.999999680285692e+37 as a float32) a growth of 16 would pass
+// float32's maximum, so the scale stays and every step is taken.
+TEST(GradScaler, ScaleStaysAFloat32BelowItsMaximum) {
+  GradScalerOptions o;
+  o.init_scale = 1e38;
+  o.growth_factor = 16;
+  o.growth_interval = 1;
+  GradScaler scaler(o);
+  Model m;
+  const double as_float = static_cast<double>(static_cast<float>(1e38));
+  EXPECT_EQ(as_float, 9.999999680285692e+37);
+  for (int step = 0; step < 5; ++step) {
+    m.opt.zero_grad();
+    m.backward(scaler, torch::full({4}, 1e-30));
+    EXPECT_TRUE(scaler.step(m.opt)) << "step " << step;
+    scaler.update();
+    EXPECT_EQ(scaler.get_scale(), as_float) << "step " << step;
+    EXPECT_EQ(scaler.growth_tracker(), 0) << "step " << step;
+  }
+  EXPECT_EQ(scaler.skipped_steps(), 0);
+  EXPECT_EQ(scaler.scale_tensor().scalar_type(), torch::kFloat);
+  EXPECT_EQ(scaler.scale_tensor().dim(), 0);
+}
+
+// Before the first scale() the scale is the number given; scale() places it
+// as a float32 (0.1 becomes 0.10000000149011612), as PyTorch's lazy init does.
+TEST(GradScaler, TheScaleIsRoundedToFloat32WhenPlaced) {
+  GradScalerOptions o;
+  o.init_scale = 0.1;
+  GradScaler scaler(o);
+  EXPECT_EQ(scaler.get_scale(), 0.1);
+  EXPECT_FALSE(scaler.scale_tensor().defined());
+  scaler.scale(torch::ones({2}));
+  EXPECT_EQ(scaler.get_scale(), static_cast<double>(0.1f));
+}
+
+// A 0-dim fp16 loss times the 0-dim fp32 scale promotes to fp32: 3 * 65536
+// would overflow fp16 (max 65504) but not the product PyTorch returns.
+TEST(GradScaler, AHalfLossIsScaledInFloat32) {
+  GradScaler scaler;
+  torch::Tensor scaled = scaler.scale(torch::tensor(3.0, torch::kHalf));
+  EXPECT_EQ(scaled.scalar_type(), torch::kFloat);
+  EXPECT_EQ(scaled.item<double>(), 196608.0);
+  // A tensor with dimensions keeps its dtype (a 0-dim operand does not promote it).
+  EXPECT_EQ(scaler.scale(torch::ones({2}, torch::kHalf)).scalar_type(), torch::kHalf);
+}
+
+TEST(GradScaler, HalfGradientsAreRefused) {
+  GradScaler scaler;
+  torch::Tensor w = torch::ones({4}, torch::kHalf).requires_grad_();
+  torch::optim::SGD opt({w}, torch::optim::SGDOptions(1.0));
+  scaler.scale(w.to(torch::kFloat).sum()).backward();
+  try {
+    scaler.unscale_(opt);
+    ADD_FAILURE() << "float16 gradients were unscaled";
+  } catch (const c10::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("Attempting to unscale FP16 gradients"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GradScaler, CallsBeforeScaleOrWithoutChecksAreStateErrors) {
+  GradScaler scaler;
+  Model m;
+  m.w.mutable_grad() = torch::ones({4});
+  EXPECT_THROW(scaler.step(m.opt), GradScalerStateError);
+  EXPECT_THROW(scaler.unscale_(m.opt), GradScalerStateError);
+  EXPECT_THROW(scaler.update(), GradScalerStateError);
+  scaler.scale(torch::ones({}));
+  EXPECT_THROW(scaler.update(), GradScalerStateError);  // no step recorded
+  m.w.mutable_grad() = torch::Tensor();
+  EXPECT_THROW(scaler.step(m.opt), GradScalerStateError);  // no gradient to check
+}
+
+// options.device places the scale at construction: a rank that scales no
+// loss (a pipeline stage other than the last) steps with the same scale.
+TEST(GradScaler, TheDeviceOptionPlacesTheScaleUpFront) {
+  GradScalerOptions o;
+  o.device = torch::Device(torch::kCPU);
+  o.init_scale = 0.1;
+  GradScaler scaler(o);
+  ASSERT_TRUE(scaler.scale_tensor().defined());
+  EXPECT_EQ(scaler.get_scale(), static_cast<double>(0.1f));
+  Model m;
+  m.w.mutable_grad() = torch::full({4}, 0.1f * 4);
+  EXPECT_TRUE(scaler.step(m.opt));
+  scaler.update();
+  EXPECT_TRUE(torch::allclose(m.w, torch::full({4}, -3.0)));
+}
+
+// PyTorch has no floor: the scale backs off for as long as gradients overflow.
+TEST(GradScaler, NoFloorUnlessAsked) {
+  GradScalerOptions o;
+  o.init_scale = 2;
+  GradScaler scaler(o);
+  Model m;
+  for (int step = 0; step < 5; ++step) {
+    m.opt.zero_grad();
+    m.backward(scaler, torch::full({4}, std::numeric_limits<double>::infinity()));
+    EXPECT_FALSE(scaler.step(m.opt));
+    scaler.update();
+  }
+  EXPECT_EQ(scaler.get_scale(), 2.0 / 32);
+  EXPECT_EQ(scaler.skipped_steps(), 5);
+}
+
+// The protocol of optimizers that unscale themselves (fused Adam): the check
+// leaves the gradients scaled and records found_inf.
+TEST(GradScaler, CheckInfLeavesGradientsScaled) {
+  GradScaler scaler;
+  Model m;
+  auto x = torch::full({4}, 0.5);
+  m.backward(scaler, x);
+  scaler.check_inf(&m.opt, {m.w});
+  EXPECT_TRUE(torch::equal(m.w.grad(), x.to(torch::kFloat) * 65536));
+  EXPECT_EQ(scaler.found_inf(&m.opt).item<float>(), 0.0f);
+  m.w.mutable_grad()[1] = std::nanf("");
+  scaler.check_inf(&m.opt, {m.w});
+  EXPECT_EQ(scaler.found_inf(&m.opt).item<float>(), 1.0f);
+  EXPECT_FALSE(scaler.unscaled(&m.opt));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 """Rank 1 alone finds an inf gradient at step 1 (no DDP: each rank its own
-model, as with ZeRO's sharded gradients). paisoar's GradScaler over the
-torch.distributed group makes both ranks skip that step and back off, so the
-scales and parameters stay equal. Prints "SCALER-VERDICT <mode> OK".
+model, as with ZeRO's sharded gradients). paisoar's GradScaler given the
+torch.distributed group (process_group=) makes both ranks skip that step and
+back off, so the scales and parameters stay equal. Without process_group it
+does what torch.amp.GradScaler does on each rank: rank 1 alone skips, with
+torch's scale and parameters. Prints "SCALER-VERDICT <mode> OK".
 
 Usage: scaler_verdict.py gloo|cudaonly
   gloo      init_process_group("gloo")
@@ -29,20 +31,35 @@ if MODE == "cudaonly":
     dist.Backend.register_backend("cudaonly", _create_fake_pg, extended_api=True, devices=["cuda"])
 dist.init_process_group(MODE)
 rank = dist.get_rank()
-torch.manual_seed(0)
-model = torch.nn.Linear(4, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-scaler = amp.GradScaler(init_scale=8.0)
-stepped = []
-for step in range(3):
-    opt.zero_grad()
-    scaler.scale(model(torch.ones(1, 4)).sum()).backward()
-    if step == 1 and rank == 1:
-        model.weight.grad[0, 0] = math.inf
-    before = model.weight.detach().clone()
-    scaler.step(opt)
-    stepped.append(not torch.equal(before, model.weight))
-    scaler.update()
+
+
+def train(scaler):
+    """Three steps; rank 1's gradient is inf at step 1. (stepped per step, model)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stepped = []
+    for step in range(3):
+        opt.zero_grad()
+        scaler.scale(model(torch.ones(1, 4)).sum()).backward()
+        if step == 1 and rank == 1:
+            model.weight.grad[0, 0] = math.inf
+        before = model.weight.detach().clone()
+        scaler.step(opt)
+        stepped.append(not torch.equal(before, model.weight))
+        scaler.update()
+    return stepped, model
+
+
+# torch's semantics unless asked: each rank decides alone, as torch's scaler.
+alone, alone_model = train(amp.GradScaler("cpu", init_scale=8.0))
+torchs, torchs_model = train(torch.amp.GradScaler("cpu", init_scale=8.0))
+if alone != torchs or alone != [True, rank != 1, True] or not torch.equal(alone_model.weight, torchs_model.weight):
+    sys.exit(f"SCALER-VERDICT {MODE} FAILED on rank {rank}: without process_group stepped {alone}, "
+             f"torch's scaler {torchs}")
+
+scaler = amp.GradScaler("cpu", init_scale=8.0, process_group=dist.group.WORLD)
+stepped, model = train(scaler)
 if stepped != [True, False, True] or scaler.get_scale() != 4.0:
     sys.exit(f"SCALER-VERDICT {MODE} FAILED on rank {rank}: stepped {stepped}, scale {scaler.get_scale()}")
 comm = paisoar.communicator()  # the group the scaler used (torch's fake one carries nothing)

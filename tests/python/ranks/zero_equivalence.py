@@ -1,5 +1,6 @@
 """paisoar.zero.ZeroOptimizer (stage 1, 2 or 3, AdamW on the shard, a
-GradScaler over it, global-norm clipping over the shards) against torch's DDP
+GradScaler over it given the group, global-norm clipping over the shards; a
+GradScaler without the group is refused) against torch's DDP
 with AdamW and clip_grad_norm_, from the same weights and per-rank data, 10
 steps: parameters within 1e-6 (AdamW is elementwise, so sharding changes no
 number), and this rank holding about half of AdamW's state (at stage 3, of
@@ -50,7 +51,15 @@ rank, world = dist.get_rank(), dist.get_world_size()
 ours_model = make_model()
 ours = zero.ZeroOptimizer(ours_model, torch.optim.AdamW, stage=STAGE, lr=1e-2, weight_decay=0.01,
                           bucket_cap_mb=0.005, first_bucket_mb=0.002)
-scaler = amp.GradScaler(init_scale=1024.0)
+unagreed = amp.GradScaler("cpu", init_scale=1024.0)  # no process_group: refused, each rank holds a shard
+unagreed.scale(torch.ones(()))
+try:
+    unagreed.step(ours)
+    sys.exit(f"ZERO-EQUIVALENCE stage{STAGE} FAILED: a GradScaler without process_group stepped the shards")
+except ValueError as e:
+    if "process_group=" not in str(e):
+        sys.exit(f"ZERO-EQUIVALENCE stage{STAGE} FAILED: the refusal does not say what to pass: {e}")
+scaler = amp.GradScaler("cpu", init_scale=1024.0, process_group=dist.group.WORLD)
 theirs_model = torch.nn.parallel.DistributedDataParallel(make_model())
 theirs = torch.optim.AdamW(theirs_model.parameters(), lr=1e-2, weight_decay=0.01)
 for step in range(STEPS):
