@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +49,24 @@ void ensure_standard_fds_open() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
   }
+}
+
+// The launcher holds two pipes per rank, a log file per rank with --log_dir
+// and, on node 0, a store connection per rank of the job: refused up front,
+// rather than starting some ranks and failing at the next with "Too many
+// open files".
+void check_open_file_limit(const LaunchOptions& options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const long long needed = 32 + 2LL * options.nproc_per_node +
+                           (options.log_dir.empty() ? 0 : options.nproc_per_node) +
+                           (options.node_rank == 0 ? options.world_size() : 0);
+  if (needed <= static_cast<long long>(limit.rlim_cur)) return;
+  throw LaunchUsageError("paisoar launch: --nproc_per_node " + std::to_string(options.nproc_per_node) +
+                         " needs about " + std::to_string(needed) +
+                         " open files in the launcher, more than its limit of " +
+                         std::to_string(limit.rlim_cur) + " (ulimit -n). Raise the limit (e.g. "
+                         "ulimit -n " + std::to_string(needed) + ") or start fewer ranks per node.");
 }
 
 std::string env_or_empty(const char* name) {
@@ -313,6 +332,8 @@ int run_launcher(LaunchOptions options, const std::string& token) {
     message("--redirects/--tee without --log-dir: the ranks' output files are in " +
             options.log_dir);
   }
+
+  check_open_file_limit(options);
 
   std::vector<int> global_ranks;
   for (int local = 0; local < options.nproc_per_node; ++local)
