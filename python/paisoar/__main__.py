@@ -1,7 +1,8 @@
 """`python -m paisoar` and the `paisoar` console script: the CLI (launch,
 train, convert, bench, ...) that the package carries in paisoar/bin. Scripts
-that `paisoar launch` starts run under this Python unless PAISOAR_PYTHON says
-otherwise, so they import this paisoar."""
+that `paisoar launch` starts run under this Python, as torchrun's run under
+its own, so they import the torch this paisoar was built for; PAISOAR_PYTHON
+(or torchrun's PYTHON_EXEC), when set, says otherwise."""
 import os
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ def main():
     cli = Path(__file__).resolve().parent / "bin" / "paisoar"
     if not os.access(cli, os.X_OK):
         sys.exit(f"paisoar: the CLI is missing from the package ({cli}); reinstall with `pip install .`")
-    os.environ.setdefault("PAISOAR_PYTHON", sys.executable)
+    if sys.executable and not os.environ.get("PAISOAR_PYTHON") and not os.environ.get("PYTHON_EXEC"):
+        os.environ["PAISOAR_PYTHON"] = sys.executable
     os.execv(str(cli), [str(cli), *sys.argv[1:]])
 
 

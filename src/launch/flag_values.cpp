@@ -5,7 +5,9 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 namespace paisoar::launch {
@@ -24,6 +26,47 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 }  // namespace
 
+std::string seconds_text(double s) {
+  std::ostringstream text;
+  text << s;
+  if (s >= 86400 && std::fmod(s, 86400) == 0) text << " (" << s / 86400 << " days)";
+  return text.str();
+}
+
+int parse_int_in(const std::string& text, int min, int max) {
+  const std::string expected =
+      "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max) + ", got '" + text + "'";
+  int v = 0;
+  try {
+    v = parse_int(text);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(expected);
+  }
+  if (v < min || v > max) throw std::invalid_argument(expected);
+  return v;
+}
+
+double parse_seconds(const std::string& text, const SecondsRange& range) {
+  std::string expected = "must be a finite number of seconds ";
+  expected += range.min_excluded ? "more than " + seconds_text(range.min) + " and at most "
+                                 : "from " + seconds_text(range.min) +
+                                       (range.zero_means != nullptr && range.min == 0
+                                            ? std::string(" (") + range.zero_means + ")"
+                                            : "") +
+                                       " to ";
+  expected += seconds_text(range.max) + ", got '" + text + "'";
+  // Digits, a point, an exponent and signs only: strtod would take "inf",
+  // "nan", "0x10" and leading spaces too.
+  const bool plain = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  errno = 0;
+  char* end = nullptr;
+  const double v = plain ? std::strtod(text.c_str(), &end) : 0;
+  if (!plain || *end != '\0' || !std::isfinite(v) || errno == ERANGE) throw std::invalid_argument(expected);
+  if (v < range.min || v > range.max || (range.min_excluded && v == range.min))
+    throw std::invalid_argument(expected);
+  return v;
+}
+
 int parse_int(const std::string& text) {
   errno = 0;
   char* end = nullptr;
@@ -38,10 +81,10 @@ NodeRange parse_nnodes(const std::string& text) {
   const std::vector<std::string> parts = split(text, ':');
   if (parts.size() > 2) throw std::invalid_argument("'" + text + "' is not N or MIN:MAX");
   NodeRange r;
-  r.min_nodes = parse_int(parts.front());
-  r.max_nodes = parse_int(parts.back());
-  if (r.min_nodes < 1 || r.max_nodes < r.min_nodes)
-    throw std::invalid_argument("'" + text + "' needs 1 <= MIN <= MAX, got " + text);
+  r.min_nodes = parse_int_in(parts.front(), 1, kMaxNodes);
+  r.max_nodes = parse_int_in(parts.back(), 1, kMaxNodes);
+  if (r.max_nodes < r.min_nodes)
+    throw std::invalid_argument("MIN:MAX needs MIN <= MAX, got '" + text + "'");
   return r;
 }
 
@@ -65,9 +108,11 @@ Endpoint parse_endpoint(const std::string& text, int default_port) {
     port = std::to_string(default_port);
   }
   if (e.host.empty()) throw std::invalid_argument("'" + text + "' names no host");
-  e.port = parse_int(port);
-  if (e.port < 0 || e.port > 65535)
-    throw std::invalid_argument("'" + text + "': port " + port + " is not in 0..65535");
+  try {
+    e.port = parse_int_in(port, 0, 65535);
+  } catch (const std::invalid_argument& bad) {
+    throw std::invalid_argument("'" + text + "': its port " + bad.what());
+  }
   return e;
 }
 

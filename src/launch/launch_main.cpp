@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <iostream>
 #include <memory>
@@ -25,6 +27,7 @@
 #include "launch/launch_options.h"
 #include "launch/node_link.h"
 #include "launch/output_relay.h"
+#include "launch/python_check.h"
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
 #include "launch/rank_log_files.h"
@@ -46,6 +49,24 @@ void ensure_standard_fds_open() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
   }
+}
+
+// The launcher holds two pipes per rank, a log file per rank with --log_dir
+// and, on node 0, a store connection per rank of the job: refused up front,
+// rather than starting some ranks and failing at the next with "Too many
+// open files".
+void check_open_file_limit(const LaunchOptions& options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const long long needed = 32 + 2LL * options.nproc_per_node +
+                           (options.log_dir.empty() ? 0 : options.nproc_per_node) +
+                           (options.node_rank == 0 ? options.world_size() : 0);
+  if (needed <= static_cast<long long>(limit.rlim_cur)) return;
+  throw LaunchUsageError("paisoar launch: --nproc_per_node " + std::to_string(options.nproc_per_node) +
+                         " needs about " + std::to_string(needed) +
+                         " open files in the launcher, more than its limit of " +
+                         std::to_string(limit.rlim_cur) + " (ulimit -n). Raise the limit (e.g. "
+                         "ulimit -n " + std::to_string(needed) + ") or start fewer ranks per node.");
 }
 
 std::string env_or_empty(const char* name) {
@@ -78,16 +99,28 @@ std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector
   return specs;
 }
 
+// The program (or the Python that runs it) could not be started: what to do.
 int spawn_failure_exit(const LaunchOptions& options, const SpawnError& error,
-                       const std::vector<std::string>& argv) {
+                       const std::vector<std::string>& argv, const PythonInterpreter& python) {
+  const std::string& program = argv.front();
+  const int code = error.error_code();
   if (runs_under_python(options.program, options.python_mode)) {
-    message("'" + options.program.front() + "' is a Python script, run with '" + argv.front() +
-            "'. Set PAISOAR_PYTHON (or torchrun's PYTHON_EXEC) to the Python interpreter to "
-            "use (one that can import torch for torch.distributed).");
-  } else if (error.error_code() == ENOENT) {
-    message("check the program's path; a name without '/' is searched in PATH.");
+    message("'" + options.program.front() + "' runs under Python '" + program + "' (" +
+            python.source + "), which cannot be started. Set PAISOAR_PYTHON to the Python "
+            "interpreter of the environment where torch and paisoar are installed, e.g. "
+            "PAISOAR_PYTHON=/path/to/venv/bin/python.");
+  } else if (code == ENOENT && program.find('/') == std::string::npos) {
+    message("'" + program + "' was not found in PATH: give its path (e.g. ./" + program +
+            "), or add its directory to PATH.");
+  } else if (code == ENOENT) {
+    message("'" + program + "' does not exist: check the program's path.");
+  } else if (std::filesystem::is_directory(program)) {
+    message("'" + program + "' is a directory, not a program.");
+  } else if (code == EACCES) {
+    message("'" + program + "' is not executable: make it so (chmod +x " + program +
+            "), or name its interpreter first (e.g. paisoar launch bash " + program + ").");
   }
-  return error.error_code() == ENOENT ? 127 : 126;
+  return code == ENOENT ? 127 : 126;
 }
 
 // On node 0: the job's rendezvous store on --master_addr:--master_port. With
@@ -119,15 +152,31 @@ std::unique_ptr<StoreServer> start_rendezvous_store(LaunchOptions& options,
 struct NodeRun {
   const LaunchOptions& options;
   const std::vector<std::string>& argv;
+  const PythonInterpreter& python;  // used when the program runs under Python
   const std::vector<std::string>& base_env;
   const RankScratchDir& scratch;
   RankEnvContext ctx;
   Supervisor& supervisor;
   SignalChannel& signals;
+  bool torch_looked_for = false;
 
   std::vector<RankSpec> specs(int restart) {
     ctx.restart_count = restart;
     return make_specs(options, argv, ctx, base_env, scratch);
+  }
+
+  int spawn_failure(const SpawnError& error) const {
+    return spawn_failure_exit(options, error, argv, python);
+  }
+
+  // After a rank failed, once per launcher run: ranks under a Python that
+  // finds no torch die with "No module named 'torch'", which does not say
+  // which Python it was; this says, and what to do.
+  void explain_rank_failure() {
+    if (torch_looked_for || !runs_under_python(options.program, options.python_mode)) return;
+    torch_looked_for = true;
+    if (look_for_torch(argv.front(), base_env) == TorchLookup::kMissing)
+      message(missing_torch_message(python, built_with_python()));
   }
 };
 
@@ -146,8 +195,10 @@ int run_single_node(NodeRun& run) {
       case GroupOutcome::Kind::kInterrupted:
         return 128 + outcome.signal;
       case GroupOutcome::Kind::kSpawnFailed:
-        return spawn_failure_exit(options, *outcome.spawn_error, run.argv);
+        return run.spawn_failure(*outcome.spawn_error);
       case GroupOutcome::Kind::kRankFailed:
+        run.explain_rank_failure();
+        break;
       case GroupOutcome::Kind::kStoppedByJob:  // not without a JobEvents
       case GroupOutcome::Kind::kJobLost:
         break;
@@ -216,10 +267,11 @@ int run_node_of_job(NodeRun& run, const std::string& token) {
             return 128 + outcome.signal;
           case GroupOutcome::Kind::kSpawnFailed:
             end_job(link, node + " could not start its program: " + outcome.spawn_error->what());
-            return spawn_failure_exit(options, *outcome.spawn_error, run.argv);
+            return run.spawn_failure(*outcome.spawn_error);
           case GroupOutcome::Kind::kJobLost:
             return 1;  // the supervisor said why
           case GroupOutcome::Kind::kRankFailed:
+            run.explain_rank_failure();
             local_failure = outcome;
             verdict = link.verdict();
             break;
@@ -272,14 +324,16 @@ void wait_for_other_launchers(const StoreServer& store, SignalChannel& signals, 
 }
 
 int run_launcher(LaunchOptions options, const std::string& token) {
-  const std::vector<std::string> argv =
-      rank_command(options.program, options.python_mode,
-                   python_interpreter(env_or_empty("PAISOAR_PYTHON"), env_or_empty("PYTHON_EXEC")));
+  const PythonInterpreter python = python_interpreter(
+      env_or_empty("PAISOAR_PYTHON"), env_or_empty("PYTHON_EXEC"), built_with_python());
+  const std::vector<std::string> argv = rank_command(options.program, options.python_mode, python.path);
   if (options.wants_log_files() && options.log_dir.empty()) {
     options.log_dir = make_temporary_log_dir();
     message("--redirects/--tee without --log-dir: the ranks' output files are in " +
             options.log_dir);
   }
+
+  check_open_file_limit(options);
 
   std::vector<int> global_ranks;
   for (int local = 0; local < options.nproc_per_node; ++local)
@@ -304,7 +358,7 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   ctx.run_id = options.run_id.empty() ? make_run_id() : options.run_id;
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
-  NodeRun run{options, argv, base_env, scratch, ctx, supervisor, signals};
+  NodeRun run{options, argv, python, base_env, scratch, ctx, supervisor, signals};
   if (options.nnodes == 1) return run_single_node(run);
   const int code = run_node_of_job(run, token);
   if (store) wait_for_other_launchers(*store, signals, options.grace_period_s + 10);

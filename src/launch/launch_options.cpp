@@ -7,9 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include "launch/flag_values.h"
+#include "launch/rank_command.h"
 
 namespace paisoar::launch {
 namespace {
@@ -17,6 +19,11 @@ namespace {
 constexpr const char* kHelpHint = " Run 'paisoar launch --help' for the flags.";
 // torchrun's default port for --rdzv-endpoint without one (its c10d rendezvous).
 constexpr int kDefaultRendezvousPort = 29400;
+
+// " (1 to 4096)" and the like, for the help text.
+std::string range_text(int min, int max) {
+  return " (" + std::to_string(min) + " to " + std::to_string(max) + ")";
+}
 
 // torchrun 2.14 flags that `paisoar launch` does not take, for a clearer
 // error than "unknown option".
@@ -40,11 +47,25 @@ class LaunchFormatter : public CLI::Formatter {
 struct LaunchCli {
   CLI::App app{"Starts --nproc-per-node copies of PROGRAM as the ranks of a distributed job\n"
                "(like torchrun), relays their output and supervises them. A PROGRAM ending\n"
-               "in .py runs under $PAISOAR_PYTHON, else $PYTHON_EXEC, else python3.\n",
+               "in .py runs under $PAISOAR_PYTHON (the `paisoar` command of a Python\n"
+               "environment sets it to that environment's Python), else $PYTHON_EXEC, else\n"
+               "the Python this paisoar was built with" +
+                   (built_with_python().empty() ? std::string(" (none)") : " (" + built_with_python() + ")") +
+                   ",\nelse the first python3 on PATH.\n",
                "paisoar launch"};
   LaunchOptions options;
+  // The numbers as given; apply_numbers() checks each against its range
+  // (flag_values.h) and converts it. Defaults are LaunchOptions'.
   std::string nproc = "1";
   std::string nnodes = "1";
+  std::string node_rank = std::to_string(options.node_rank);
+  std::string master_port = std::to_string(options.master_port);
+  std::string max_restarts = std::to_string(options.max_restarts);
+  std::string grace_period = seconds_text(options.grace_period_s);
+  std::string heartbeat_timeout = seconds_text(options.heartbeat_timeout_s);
+  std::string join_timeout = seconds_text(options.join_timeout_s);
+  std::string monitor_interval = "0.1";
+  std::string omp_num_threads;
   std::string rdzv_backend = "static";
   std::string rdzv_endpoint;
   std::string rdzv_conf;
@@ -52,8 +73,6 @@ struct LaunchCli {
   std::string tee = "0";
   std::string local_ranks_filter;
   std::string start_method = "spawn";
-  double monitor_interval_s = 0.1;
-  int omp_num_threads = 0;
   bool standalone = false;
   bool no_python = false;
   bool module = false;
@@ -70,20 +89,25 @@ struct LaunchCli {
                "store, which speaks LibTorch 2.x's TCPStore protocol. The job token comes from\n"
                "PAISOAR_JOB_TOKEN (required with --nnodes > 1) or is made up. See docs/LAUNCH.md.");
     app.add_option("--nproc_per_node,--nproc-per-node", nproc,
-                   "Ranks to start on this node: a number, or auto (the GPUs, else the CPUs), "
-                   "cpu, gpu")
+                   "Ranks to start on this node: a number" + range_text(1, kMaxRanksPerNode) +
+                       ", or auto (the GPUs, else the CPUs), cpu, gpu")
+        ->type_name("N|auto|cpu|gpu")
         ->capture_default_str();
     app.add_option("--nnodes", nnodes,
-                   "Nodes in the job, each running its own launcher (N, or MIN:MAX with MIN = MAX)")
+                   "Nodes in the job, each running its own launcher: N" + range_text(1, kMaxNodes) +
+                       ", or MIN:MAX with MIN = MAX")
+        ->type_name("N")
         ->capture_default_str();
-    app.add_option("--node_rank,--node-rank", o.node_rank, "Index of this node, 0..nnodes-1")
+    app.add_option("--node_rank,--node-rank", node_rank, "Index of this node, 0..nnodes-1")
+        ->type_name("K")
         ->capture_default_str();
     app.add_option("--master_addr,--master-addr", o.master_addr,
                    "Address of node 0, where the launcher hosts the rendezvous store")
         ->capture_default_str();
-    app.add_option("--master_port,--master-port", o.master_port,
-                   "Port of the launcher's rendezvous store on node 0; 0 picks a free one "
-                   "(single node only)")
+    app.add_option("--master_port,--master-port", master_port,
+                   "Port of the launcher's rendezvous store on node 0" + range_text(0, 65534) +
+                       "; 0 picks a free one (single node only)")
+        ->type_name("PORT")
         ->capture_default_str();
     app.add_flag("--standalone", standalone,
                  "Single node on 127.0.0.1 with a free port (--nnodes 1 --master-port 0)");
@@ -97,12 +121,14 @@ struct LaunchCli {
                    "The job's id, TORCHELASTIC_RUN_ID (default: random, shared by all nodes)");
     app.add_option("--rdzv_conf,--rdzv-conf", rdzv_conf,
                    "KEY=VALUE,...: join_timeout=SECONDS is understood (--join-timeout)");
-    app.add_option("--max_restarts,--max-restarts", o.max_restarts,
+    app.add_option("--max_restarts,--max-restarts", max_restarts,
                    "Restart the whole job (every node's ranks) up to this many times when a "
-                   "rank fails")
+                   "rank fails" + range_text(0, kMaxRestarts))
+        ->type_name("N")
         ->capture_default_str();
-    app.add_option("--monitor_interval,--monitor-interval", monitor_interval_s,
-                   "Accepted for torchrun; the launcher reacts to rank exits at once");
+    app.add_option("--monitor_interval,--monitor-interval", monitor_interval,
+                   "Accepted for torchrun; the launcher reacts to rank exits at once")
+        ->type_name("SECONDS");
     app.add_option("--start_method,--start-method", start_method,
                    "Accepted for torchrun (spawn, fork, forkserver); ranks are always new processes");
     app.add_option("--role", o.role, "ROLE_NAME for the ranks")->capture_default_str();
@@ -127,19 +153,27 @@ struct LaunchCli {
     app.add_flag_callback("--no_prefix,--no-prefix", [&o] { o.prefix_output = false; },
                           "Relay the ranks' lines without the '[rank<R>]: ' prefix");
     app.add_option("--grace_period,--grace-period,--shutdown_timeout,--shutdown-timeout",
-                   o.grace_period_s,
-                   "Seconds between SIGTERM and SIGKILL when stopping ranks")
+                   grace_period,
+                   "Seconds between SIGTERM and SIGKILL when stopping ranks" +
+                       range_text(0, static_cast<int>(kMaxSeconds)))
+        ->type_name("SECONDS")
         ->capture_default_str();
-    app.add_option("--heartbeat_timeout,--heartbeat-timeout", o.heartbeat_timeout_s,
+    app.add_option("--heartbeat_timeout,--heartbeat-timeout", heartbeat_timeout,
                    "Stop and restart the group when a rank has not beaten its heartbeat "
-                   "(PAISOAR_HEARTBEAT_FILE) for this many seconds; 0: off")
+                   "(PAISOAR_HEARTBEAT_FILE) for this many seconds; 0: off" +
+                       range_text(0, static_cast<int>(kMaxSeconds)))
+        ->type_name("SECONDS")
         ->capture_default_str();
-    app.add_option("--join_timeout,--join-timeout", o.join_timeout_s,
+    app.add_option("--join_timeout,--join-timeout", join_timeout,
                    "Several nodes: seconds to wait for every node to join the job at its start "
-                   "and at each restart; a node missing then ends the job")
+                   "and at each restart; a node missing then ends the job (at most " +
+                       std::to_string(static_cast<int>(kMaxSeconds)) + ")")
+        ->type_name("SECONDS")
         ->capture_default_str();
     app.add_option("--omp_num_threads,--omp-num-threads", omp_num_threads,
-                   "OMP_NUM_THREADS for each rank (default: the user's, else cores/nproc)");
+                   "OMP_NUM_THREADS for each rank" + range_text(1, kMaxOmpThreads) +
+                       "; default: the user's, else cores/nproc")
+        ->type_name("N");
   }
 
   bool given(const char* flag) const { return app.count(flag) > 0; }
@@ -148,6 +182,47 @@ struct LaunchCli {
 std::string fail(const std::string& what) { return "paisoar launch: " + what + kHelpHint; }
 
 [[noreturn]] void usage(const std::string& what) { throw LaunchUsageError(fail(what)); }
+
+// `text` as a whole number of flag `flag` within min..max, else a usage error
+// naming the flag, the value and the range.
+int whole_number(const char* flag, const std::string& text, int min, int max) {
+  try {
+    return parse_int_in(text, min, max);
+  } catch (const std::invalid_argument& e) {
+    usage(std::string(flag) + " " + e.what() + ".");
+  }
+}
+
+// `text` as the seconds of flag `flag` within `range`, else a usage error.
+double seconds(const char* flag, const std::string& text, const SecondsRange& range) {
+  try {
+    return parse_seconds(text, range);
+  } catch (const std::invalid_argument& e) {
+    usage(std::string(flag) + " " + e.what() + ".");
+  }
+}
+
+constexpr SecondsRange kPositiveSeconds{0, kMaxSeconds, true, nullptr};
+
+// The plain numeric flags, each against its own range. --nnodes,
+// --nproc-per-node and --rdzv-conf's join_timeout are torchrun values
+// (apply_torchrun_values); ranges that depend on other flags (--node-rank
+// below --nnodes) are validate()'s.
+void apply_numbers(const LaunchCli& cli, LaunchOptions& o) {
+  o.node_rank = whole_number("--node_rank", cli.node_rank, 0, kMaxNodes - 1);
+  if (cli.master_port == "65535")
+    usage("--master_port must be a whole number from 0 to 65534, got '65535': the ranks get "
+          "MASTER_PORT = --master_port + 1 for stores they host themselves.");
+  o.master_port = whole_number("--master_port", cli.master_port, 0, 65534);
+  o.max_restarts = whole_number("--max_restarts", cli.max_restarts, 0, kMaxRestarts);
+  o.grace_period_s = seconds("--grace_period", cli.grace_period, SecondsRange{});
+  o.heartbeat_timeout_s =
+      seconds("--heartbeat_timeout", cli.heartbeat_timeout, SecondsRange{0, kMaxSeconds, false, "off"});
+  o.join_timeout_s = seconds("--join_timeout", cli.join_timeout, kPositiveSeconds);
+  seconds("--monitor_interval", cli.monitor_interval, kPositiveSeconds);  // checked, not used
+  if (cli.given("--omp_num_threads"))
+    o.omp_num_threads = whole_number("--omp_num_threads", cli.omp_num_threads, 1, kMaxOmpThreads);
+}
 
 // The unknown option's message; names torchrun flags that are not supported.
 std::string unknown_option(const std::string& arg) {
@@ -211,16 +286,18 @@ void apply_torchrun_values(LaunchCli& cli, LaunchOptions& o, const NodeDevices& 
     usage("--rdzv-backend c10d with --nnodes " + std::to_string(o.nnodes) + " needs --node-rank: "
           "paisoar launch does not hand out node ranks; give each node its own 0.." +
           std::to_string(o.nnodes - 1) + ".");
+  std::map<std::string, std::string> conf;
   try {
-    for (const auto& [key, value] : parse_key_values(cli.rdzv_conf)) {
-      if (key != "join_timeout")
-        usage("--rdzv-conf " + key + " is not understood; paisoar launch takes join_timeout only.");
-      if (cli.given("--join_timeout"))
-        usage("--rdzv-conf join_timeout and --join-timeout both given; give one.");
-      o.join_timeout_s = parse_int(value);
-    }
+    conf = parse_key_values(cli.rdzv_conf);
   } catch (const std::invalid_argument& e) {
     usage(std::string("--rdzv-conf ") + e.what() + ".");
+  }
+  for (const auto& [key, value] : conf) {
+    if (key != "join_timeout")
+      usage("--rdzv-conf " + key + " is not understood; paisoar launch takes join_timeout only.");
+    if (cli.given("--join_timeout"))
+      usage("--rdzv-conf join_timeout and --join-timeout both given; give one.");
+    o.join_timeout_s = seconds("--rdzv-conf join_timeout", value, kPositiveSeconds);
   }
 
   try {
@@ -257,35 +334,22 @@ void apply_torchrun_values(LaunchCli& cli, LaunchOptions& o, const NodeDevices& 
   } else if (cli.no_python) {
     o.python_mode = PythonMode::kNever;
   }
-  if (!(cli.monitor_interval_s > 0)) usage("--monitor-interval must be more than 0 seconds.");
   if (cli.start_method != "spawn" && cli.start_method != "fork" && cli.start_method != "forkserver")
     usage("--start-method must be spawn, fork or forkserver, got '" + cli.start_method + "'.");
 }
 
+// What holds between flags, once each is within its own range.
 void validate(LaunchOptions& o, const LaunchCli& cli) {
-  if (o.node_rank < 0 || o.node_rank >= o.nnodes)
-    usage("--node_rank must be in 0.." + std::to_string(o.nnodes - 1) + " for --nnodes " +
-          std::to_string(o.nnodes) + ", got " + std::to_string(o.node_rank) + ".");
-  if (o.master_port < 0 || o.master_port > 65535)
-    usage("--master_port must be in 0..65535, got " + std::to_string(o.master_port) + ".");
-  if (o.master_port == 65535)
-    usage("--master_port must be at most 65534: the ranks get MASTER_PORT = --master_port + 1 "
-          "for stores they host themselves.");
+  if (o.node_rank >= o.nnodes)
+    usage("--node_rank must be a whole number from 0 to " + std::to_string(o.nnodes - 1) +
+          " for --nnodes " + std::to_string(o.nnodes) + ", got '" + cli.node_rank + "'.");
+  if (o.master_port == 65535)  // from --rdzv-endpoint
+    usage("--rdzv-endpoint's port must be from 0 to 65534, got 65535: the ranks get "
+          "MASTER_PORT = --master_port + 1 for stores they host themselves.");
   if (o.master_port == 0 && o.nnodes > 1)
     usage("--master_port 0 (pick a free port) only works with --nnodes 1: the other nodes could "
           "not know the port. Give every node the same explicit --master_port.");
   if (o.master_addr.empty()) usage("--master_addr must not be empty.");
-  if (o.max_restarts < 0)
-    usage("--max_restarts must be 0 or more, got " + std::to_string(o.max_restarts) + ".");
-  if (!(o.grace_period_s >= 0.0)) usage("--grace_period must be 0 or more seconds.");
-  if (!(o.heartbeat_timeout_s >= 0.0))
-    usage("--heartbeat_timeout must be 0 (off) or more seconds.");
-  if (!(o.join_timeout_s > 0.0)) usage("--join_timeout must be more than 0 seconds.");
-  if (cli.given("--omp_num_threads")) {
-    if (cli.omp_num_threads < 1)
-      usage("--omp_num_threads must be at least 1, got " + std::to_string(cli.omp_num_threads) + ".");
-    o.omp_num_threads = cli.omp_num_threads;
-  }
   if (cli.given("--rdzv_id") && o.run_id.empty()) usage("--rdzv-id must not be empty.");
   if (o.program.empty())
     usage("no program given. Name the program to run after the flags, e.g. 'paisoar launch "
@@ -326,6 +390,7 @@ std::optional<LaunchOptions> parse_launch_options(int argc, const char* const* a
     cli.rdzv_endpoint.clear();  // torchrun ignores the rendezvous flags with --standalone
     cli.rdzv_backend = "static";
   }
+  apply_numbers(cli, o);
   apply_torchrun_values(cli, o, devices);
   if (cli.standalone) {
     o.node_rank = 0;

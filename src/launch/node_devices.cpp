@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "launch/flag_values.h"
 #include "launch/rank_env.h"
 
 namespace paisoar::launch {
@@ -50,24 +51,31 @@ NodeDevices read_node_devices() {
 
 std::optional<int> resolve_nproc_per_node(const std::string& value, const NodeDevices& devices,
                                           std::string* why) {
-  if (value == "cpu") return devices.cpus;
-  if (value == "auto") return devices.gpus > 0 ? devices.gpus : devices.cpus;
-  if (value == "gpu") {
-    if (devices.gpus > 0) return devices.gpus;
-    *why = "'gpu' found no NVIDIA GPU (CUDA_VISIBLE_DEVICES, else /proc/driver/nvidia/gpus); "
-           "give a number of ranks, or 'cpu'";
-    return std::nullopt;
+  int n = 0;
+  if (value == "cpu") {
+    n = devices.cpus;
+  } else if (value == "auto") {
+    n = devices.gpus > 0 ? devices.gpus : devices.cpus;
+  } else if (value == "gpu") {
+    if (devices.gpus == 0) {
+      *why = "'gpu' found no NVIDIA GPU (CUDA_VISIBLE_DEVICES, else /proc/driver/nvidia/gpus); "
+             "give a number of ranks, or 'cpu'";
+      return std::nullopt;
+    }
+    n = devices.gpus;
+  } else {
+    try {
+      return parse_int_in(value, 1, kMaxRanksPerNode);
+    } catch (const std::invalid_argument&) {
+      *why = "must be a whole number from 1 to " + std::to_string(kMaxRanksPerNode) +
+             ", or auto, cpu or gpu, got '" + value + "'" +
+             (value == "xpu" ? " (Intel XPUs are not counted by paisoar launch; give a number)" : "");
+      return std::nullopt;
+    }
   }
-  bool digits = !value.empty() && value.size() <= 6;
-  for (char c : value) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-  if (!digits) {
-    *why = "'" + value + "' is not a number of ranks, 'auto', 'cpu' or 'gpu'" +
-           (value == "xpu" ? " (Intel XPUs are not counted by paisoar launch; give a number)" : "");
-    return std::nullopt;
-  }
-  const int n = std::atoi(value.c_str());
-  if (n < 1) {
-    *why = "must be at least 1, got " + value;
+  if (n > kMaxRanksPerNode) {
+    *why = value + " gives " + std::to_string(n) + " ranks, more than the " +
+           std::to_string(kMaxRanksPerNode) + " a node may run; give a number";
     return std::nullopt;
   }
   return n;

@@ -25,10 +25,11 @@ NodeDevices read_node_devices();
 // up to the first that is empty or "-1" (CUDA ignores those and the rest).
 int gpus_in_visible_devices(const std::string& value);
 
-// The number of ranks for an --nproc-per-node value: a positive number as
-// it is; "cpu": devices.cpus; "gpu": devices.gpus; "auto": the GPUs if there
-// are any, else the CPUs (as torchrun). std::nullopt with `*why` set when
-// the value is not one of these, or "gpu" finds no GPU.
+// The number of ranks for an --nproc-per-node value: a number from 1 to
+// kMaxRanksPerNode as it is; "cpu": devices.cpus; "gpu": devices.gpus;
+// "auto": the GPUs if there are any, else the CPUs (as torchrun).
+// std::nullopt with `*why` set when the value is not one of these, "gpu"
+// finds no GPU, or the count is above kMaxRanksPerNode.
 std::optional<int> resolve_nproc_per_node(const std::string& value, const NodeDevices& devices,
                                           std::string* why);
 

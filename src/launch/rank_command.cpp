@@ -1,14 +1,26 @@
 // rank_command(): runs Python programs as torchrun does, others directly.
 #include "launch/rank_command.h"
 
+#include <unistd.h>
+
 #include <cassert>
+
+#ifndef PAISOAR_BUILT_WITH_PYTHON
+#error "PAISOAR_BUILT_WITH_PYTHON must be defined by the build (src/launch/CMakeLists.txt)"
+#endif
 
 namespace paisoar::launch {
 
-std::string python_interpreter(const std::string& paisoar_python, const std::string& python_exec) {
-  if (!paisoar_python.empty()) return paisoar_python;
-  if (!python_exec.empty()) return python_exec;
-  return kDefaultPython;
+std::string built_with_python() { return PAISOAR_BUILT_WITH_PYTHON; }
+
+PythonInterpreter python_interpreter(const std::string& paisoar_python,
+                                     const std::string& python_exec,
+                                     const std::string& built_with) {
+  if (!paisoar_python.empty()) return {paisoar_python, "$PAISOAR_PYTHON"};
+  if (!python_exec.empty()) return {python_exec, "$PYTHON_EXEC"};
+  if (built_with.find('/') != std::string::npos && ::access(built_with.c_str(), X_OK) == 0)
+    return {built_with, kBuiltWithSource};
+  return {kDefaultPython, kDefaultSource};
 }
 
 bool is_python_script(const std::string& program) {

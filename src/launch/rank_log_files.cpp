@@ -12,21 +12,23 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "launch/launch_options.h"
+
 namespace paisoar::launch {
 
 RankLogFiles::RankLogFiles(const std::string& dir, const std::vector<int>& global_ranks) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw std::runtime_error("paisoar launch: cannot create --log_dir '" + dir +
-                             "': " + ec.message() + ". Pick a directory you can write to.");
+    throw LaunchUsageError("paisoar launch: cannot create --log_dir '" + dir + "': " + ec.message() +
+                           ". Pick a directory you can write to.");
   }
   for (int rank : global_ranks) {
     std::string path = dir + "/rank_" + std::to_string(rank) + ".log";
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-      throw std::runtime_error("paisoar launch: cannot open log file '" + path +
-                               "': " + std::strerror(errno) + ". Check --log_dir.");
+      throw LaunchUsageError("paisoar launch: cannot open log file '" + path + "': " +
+                             std::strerror(errno) + ". Pick a --log_dir you can write to.");
     }
     files_.emplace(rank, UniqueFd(fd));
   }

@@ -17,7 +17,8 @@ class RankLogFiles {
   RankLogFiles() = default;
 
   // Creates `dir` (and its parents) and opens one file per rank. Throws
-  // std::runtime_error naming the path that could not be created or opened.
+  // LaunchUsageError (launch_options.h: the --log_dir given cannot be used)
+  // naming the path that could not be created or opened.
   RankLogFiles(const std::string& dir, const std::vector<int>& global_ranks);
 
   // The file of `global_rank`, or -1 when there is none. Owned by this object.

@@ -52,19 +52,20 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 
 }  // namespace
 
-RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       const sigset_t& reset_to_default) {
+RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
 
   SpawnSetup setup;
   sigset_t empty;
   sigemptyset(&empty);
+  sigset_t every;  // glibc leaves out its own internal signals
+  sigfillset(&every);
   posix_spawnattr_setflags(&setup.attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&setup.attr, 0);  // a new group led by the rank
   posix_spawnattr_setsigmask(&setup.attr, &empty);
-  posix_spawnattr_setsigdefault(&setup.attr, &reset_to_default);
+  posix_spawnattr_setsigdefault(&setup.attr, &every);  // SIGKILL and SIGSTOP are left as they are
   posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out.write_end.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, err.write_end.get(), STDERR_FILENO);

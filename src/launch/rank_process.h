@@ -36,10 +36,12 @@ struct RankProcess {
 
 // Starts argv[0] (searched in PATH when it has no '/') with exactly `env`.
 // The child reads /dev/null as stdin, writes stdout/stderr into new pipes,
-// starts with no signal blocked and with the signals in `reset_to_default`
-// at their default action. Throws SpawnError when it cannot be started.
-RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                       const sigset_t& reset_to_default);
+// and starts as torchrun's ranks do, whatever the launcher inherited (a
+// signal ignored by `cmd &` in a script or by nohup, a blocked one): every
+// signal at its default action and none blocked, so that a forwarded SIGINT
+// or SIGTERM reaches the program's own handlers. Throws SpawnError when it
+// cannot be started.
+RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
 // Sends `sig` to the process group `pgid`. When no such group exists and
 // `leader_unreaped` (the rank `pgid` has not been waited for, so its pid

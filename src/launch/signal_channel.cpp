@@ -12,13 +12,20 @@
 namespace paisoar::launch {
 namespace {
 
+bool ignored_now(int sig) {
+  struct sigaction action {};
+  return sigaction(sig, nullptr, &action) == 0 && action.sa_handler == SIG_IGN;
+}
+
+// A blocked signal is queued for the signalfd even when its action is
+// SIG_IGN, so leaving SIGHUP out is what keeps nohup's choice.
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
+  if (!ignored_now(SIGHUP)) sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -35,16 +42,13 @@ SignalChannel::SignalChannel() {
     throw std::runtime_error(std::string("paisoar launch: signalfd: ") + std::strerror(err));
   }
   fd_.reset(fd);
-  sigemptyset(&changed_);
   struct sigaction action {};
   sigemptyset(&action.sa_mask);
   action.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &action, &old_sigpipe_);
-  if (old_sigpipe_.sa_handler != SIG_IGN) sigaddset(&changed_, SIGPIPE);
   // An ignored SIGCHLD would make the kernel reap the ranks behind our back.
   action.sa_handler = SIG_DFL;
   sigaction(SIGCHLD, &action, &old_sigchld_);
-  if (old_sigchld_.sa_handler == SIG_IGN) sigaddset(&changed_, SIGCHLD);
 }
 
 SignalChannel::~SignalChannel() {

@@ -37,7 +37,9 @@ struct RankSpec {
 };
 
 struct SupervisorOptions {
-  // Seconds between the stop signal and SIGKILL.
+  // Seconds between the stop signal and SIGKILL; at most kMaxSeconds
+  // (flag_values.h), which keeps the SIGKILL deadline and poll()'s timeout
+  // in range.
   double grace_period_s = 5.0;
   // Prefix relayed lines with "[rank<R>]: ".
   bool prefix_output = true;

@@ -1,8 +1,8 @@
-// The values of torchrun's flags: --redirects/--tee (StdSpec), --nnodes
-// ranges, --rdzv-endpoint, rank lists and key=value lists, and
-// --nproc-per-node's auto|cpu|gpu from the node's devices (CUDA's rule for
-// CUDA_VISIBLE_DEVICES). The examples are torchrun's own (its --help and
-// Std.from_str's docstring).
+// The values of torchrun's flags: whole numbers and seconds within their
+// ranges, --redirects/--tee (StdSpec), --nnodes ranges, --rdzv-endpoint,
+// rank lists and key=value lists, and --nproc-per-node's auto|cpu|gpu from
+// the node's devices (CUDA's rule for CUDA_VISIBLE_DEVICES). The examples
+// are torchrun's own (its --help and Std.from_str's docstring).
 #include "launch/flag_values.h"
 #include "launch/node_devices.h"
 #include "launch/std_spec.h"
@@ -27,12 +27,57 @@ TEST(StdSpec, OneValueOrAMapByLocalRank) {
     EXPECT_THROW(parse_std_spec(bad), std::invalid_argument) << bad;
 }
 
+// The message of the std::invalid_argument that `parse` throws, or "".
+template <typename Parse>
+std::string rejection(Parse parse) {
+  try {
+    parse();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FlagValues, WholeNumbersWithinTheirRange) {
+  EXPECT_EQ(parse_int_in("0", 0, 10), 0);
+  EXPECT_EQ(parse_int_in("10", 0, 10), 10);
+  for (const char* bad : {"11", "-1", "1e3", "2.5", "abc", "", " 1", "1 ", "0x1", "99999999999"})
+    EXPECT_EQ(rejection([&] { parse_int_in(bad, 0, 10); }),
+              std::string("must be a whole number from 0 to 10, got '") + bad + "'")
+        << bad;
+}
+
+TEST(FlagValues, SecondsAreFiniteAndWithinTheirRange) {
+  EXPECT_DOUBLE_EQ(parse_seconds("0", SecondsRange{}), 0.0);
+  EXPECT_DOUBLE_EQ(parse_seconds("2.5", SecondsRange{}), 2.5);
+  EXPECT_DOUBLE_EQ(parse_seconds("1e3", SecondsRange{}), 1000.0);
+  EXPECT_DOUBLE_EQ(parse_seconds(".5", SecondsRange{}), 0.5);
+  EXPECT_DOUBLE_EQ(parse_seconds("604800", SecondsRange{}), kMaxSeconds);
+  // inf and 1e10 once overflowed the SIGKILL deadline of --grace_period.
+  for (const char* bad : {"inf", "Infinity", "-inf", "nan", "1e10", "1e400", "604800.5", "-1", "0x10",
+                          " 5", "5 ", "", "abc", "1e", "--1"}) {
+    EXPECT_EQ(rejection([&] { parse_seconds(bad, SecondsRange{}); }),
+              std::string("must be a finite number of seconds from 0 to 604800 (7 days), got '") + bad + "'")
+        << bad;
+  }
+  const SecondsRange positive{0, 60, true, nullptr};
+  EXPECT_DOUBLE_EQ(parse_seconds("0.001", positive), 0.001);
+  EXPECT_EQ(rejection([&] { parse_seconds("0", positive); }),
+            "must be a finite number of seconds more than 0 and at most 60, got '0'");
+  const SecondsRange off{0, kMaxSeconds, false, "off"};
+  EXPECT_EQ(rejection([&] { parse_seconds("-0.5", off); }),
+            "must be a finite number of seconds from 0 (off) to 604800 (7 days), got '-0.5'");
+}
+
 TEST(FlagValues, Nnodes) {
   EXPECT_EQ(parse_nnodes("4").min_nodes, 4);
   EXPECT_EQ(parse_nnodes("4").max_nodes, 4);
   EXPECT_EQ(parse_nnodes("1:4").max_nodes, 4);
-  for (const char* bad : {"0", "2:1", "1:2:3", "", "a:b", " 2"})
+  EXPECT_EQ(parse_nnodes("65536").min_nodes, kMaxNodes);
+  for (const char* bad : {"0", "2:1", "1:2:3", "", "a:b", " 2", "65537", "99999999999"})
     EXPECT_THROW(parse_nnodes(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(rejection([] { parse_nnodes("99999999999"); }),
+            "must be a whole number from 1 to 65536, got '99999999999'");
 }
 
 TEST(FlagValues, Endpoints) {
@@ -43,8 +88,10 @@ TEST(FlagValues, Endpoints) {
   EXPECT_EQ(parse_endpoint("[fe80::1]:80", 1).host, "fe80::1");
   EXPECT_EQ(parse_endpoint("[::1]", 5).port, 5);
   EXPECT_EQ(parse_endpoint("::1", 5).host, "::1") << "an IPv6 address without brackets has no port";
-  for (const char* bad : {"", ":80", "h:", "h:x", "h:65536", "[::1", "[::1]x"})
+  for (const char* bad : {"", ":80", "h:", "h:x", "h:65536", "[::1", "[::1]x", "h:99999999999"})
     EXPECT_THROW(parse_endpoint(bad, 1), std::invalid_argument) << bad;
+  EXPECT_EQ(rejection([] { parse_endpoint("h:70000", 1); }),
+            "'h:70000': its port must be a whole number from 0 to 65535, got '70000'");
 }
 
 TEST(FlagValues, RankAndKeyValueLists) {
@@ -81,8 +128,17 @@ TEST(NodeDevices, NprocPerNodeValues) {
   EXPECT_EQ(resolve_nproc_per_node("auto", d, &why), 16);
   EXPECT_FALSE(resolve_nproc_per_node("gpu", d, &why).has_value());
   EXPECT_NE(why.find("no NVIDIA GPU"), std::string::npos) << why;
-  for (const char* bad : {"0", "-2", "two", "", "xpu", "1.5"})
+  for (const char* bad : {"0", "-2", "two", "", "xpu", "1.5", "4097", "99999999999", "1e3"}) {
     EXPECT_FALSE(resolve_nproc_per_node(bad, d, &why).has_value()) << bad;
+    EXPECT_NE(why.find(std::string("must be a whole number from 1 to 4096, or auto, cpu or gpu, got '") +
+                       bad + "'"),
+              std::string::npos)
+        << why;
+  }
+  EXPECT_EQ(resolve_nproc_per_node("4096", d, &why), kMaxRanksPerNode);
+  d.cpus = 8192;
+  EXPECT_FALSE(resolve_nproc_per_node("cpu", d, &why).has_value());
+  EXPECT_EQ(why, "cpu gives 8192 ranks, more than the 4096 a node may run; give a number");
   EXPECT_GE(read_node_devices().cpus, 1);
 }
 

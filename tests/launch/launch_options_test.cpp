@@ -130,7 +130,9 @@ TEST(LaunchOptions, NprocPerNodeCountsCpusOrGpus) {
   no_gpu.cpus = 6;
   EXPECT_EQ(parse({"--nproc-per-node", "auto", "p"}, no_gpu)->nproc_per_node, 6) << "else the CPUs";
   EXPECT_TRUE(mentions(usage_error({"--nproc-per-node", "gpu", "p"}, no_gpu), "found no NVIDIA GPU"));
-  EXPECT_TRUE(mentions(usage_error({"--nproc-per-node", "xpu", "p"}), "--nproc_per_node 'xpu'"));
+  EXPECT_TRUE(mentions(usage_error({"--nproc-per-node", "xpu", "p"}),
+                       "--nproc_per_node must be a whole number from 1 to 4096, or auto, cpu or gpu, "
+                       "got 'xpu' (Intel XPUs are not counted"));
 }
 
 TEST(LaunchOptions, RendezvousFlagsNameTheLaunchersStore) {
@@ -206,7 +208,7 @@ TEST(LaunchOptions, OtherTorchrunFlags) {
   EXPECT_EQ(o.role, "trainer");
   EXPECT_DOUBLE_EQ(o.grace_period_s, 7.0) << "--shutdown-timeout is the grace period";
   EXPECT_EQ(parse({"--monitor_interval=0.5", "--start_method", "spawn", "p"})->program.size(), 1u);
-  EXPECT_TRUE(mentions(usage_error({"--monitor-interval", "0", "p"}), "--monitor-interval"));
+  EXPECT_TRUE(mentions(usage_error({"--monitor-interval", "0", "p"}), "--monitor_interval"));
   EXPECT_TRUE(mentions(usage_error({"--start-method", "thread", "p"}), "--start-method"));
   // A torchrun flag paisoar does not take is named as such.
   EXPECT_TRUE(mentions(usage_error({"--numa_binding=node", "p"}),
@@ -240,7 +242,8 @@ TEST(LaunchOptions, ErrorsNameTheFlag) {
   EXPECT_NE(usage_error({"--heartbeat_timeout", "-1", "p"}).find("--heartbeat_timeout"),
             std::string::npos);
   EXPECT_DOUBLE_EQ(parse({"--heartbeat-timeout=2.5", "p"})->heartbeat_timeout_s, 2.5);
-  EXPECT_NE(usage_error({"--join_timeout", "0", "p"}).find("--join_timeout must be more than 0"),
+  EXPECT_NE(usage_error({"--join_timeout", "0", "p"})
+                .find("--join_timeout must be a finite number of seconds more than 0"),
             std::string::npos);
   EXPECT_DOUBLE_EQ(parse({"--join-timeout=0.5", "p"})->join_timeout_s, 0.5);
   EXPECT_NE(usage_error({"--nproc_per_node", "2"}).find("no program"), std::string::npos);

@@ -5,7 +5,13 @@
 //   daemon PIDFILE (a grandchild that leaves the process group with setsid) |
 //   pidfile PATH (write own pid there) | wait-file PATH (until it exists, 30 s max) |
 //   error-file TEXT (write {"message": {"message": TEXT}} to $TORCHELASTIC_ERROR_FILE,
-//   as torch's @record does; TEXT must need no JSON escaping).
+//   as torch's @record does; TEXT must need no JSON escaping) |
+//   signals (print IGNORED=... and BLOCKED=..., the signal numbers not at their
+//   default action and those blocked, "none" for none) |
+//   trap SIGNO (a handler that prints "CAUGHT SIGNO" and exits with 40, as a
+//   program's graceful shutdown would; installed only when SIGNO is at its
+//   default action, as CPython installs its KeyboardInterrupt handler only
+//   when SIGINT is: an inherited SIG_IGN stays).
 // Conditions, applying to the next action only: if-rank R | if-restart N.
 #include <signal.h>
 #include <sys/types.h>
@@ -41,6 +47,33 @@ void write_pid_file(const std::string& path, pid_t pid) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// "2,15" or "none".
+std::string numbers_or_none(const std::string& list) { return list.empty() ? "none" : list; }
+
+void print_signal_state() {
+  std::string ignored, handled, blocked;
+  sigset_t mask;
+  sigprocmask(SIG_BLOCK, nullptr, &mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (sigaction(sig, nullptr, &action) != 0) continue;  // glibc's internal signals
+    std::string* list = action.sa_handler == SIG_IGN   ? &ignored
+                        : action.sa_handler != SIG_DFL ? &handled
+                                                       : nullptr;
+    if (list != nullptr) *list += (list->empty() ? "" : ",") + std::to_string(sig);
+    if (sigismember(&mask, sig) == 1) blocked += (blocked.empty() ? "" : ",") + std::to_string(sig);
+  }
+  std::printf("IGNORED=%s\nHANDLED=%s\nBLOCKED=%s\n", numbers_or_none(ignored).c_str(),
+              numbers_or_none(handled).c_str(), numbers_or_none(blocked).c_str());
+}
+
+void graceful_exit(int sig) {
+  char text[32];
+  const int n = std::snprintf(text, sizeof(text), "CAUGHT %d\n", sig);
+  if (write(STDOUT_FILENO, text, static_cast<std::size_t>(n)) < 0) _exit(41);
+  _exit(40);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +95,13 @@ int main(int argc, char** argv) {
       if (!skip) std::printf("PID=%d\n", static_cast<int>(getpid()));
     } else if (action == "ignore-term") {
       if (!skip) signal(SIGTERM, SIG_IGN);
+    } else if (action == "signals") {
+      if (!skip) print_signal_state();
+    } else if (action == "trap") {
+      struct sigaction now {};
+      if (!skip && sigaction(std::atoi(arg), nullptr, &now) == 0 && now.sa_handler == SIG_DFL)
+        signal(std::atoi(arg), graceful_exit);
+      ++i;
     } else if (action == "env") {
       if (!skip) std::printf("%s=%s\n", arg, env_or(arg, "<unset>").c_str());
       ++i;

@@ -6,10 +6,20 @@
 // launchers acting as two nodes (torch hosts its own store on MASTER_PORT =
 // --master_port + 1, next to the launcher's), also when the launcher's own
 // environment says TORCHELASTIC_USE_AGENT_STORE=True; the error torch's
-// @record leaves in TORCHELASTIC_ERROR_FILE is printed. Without a configured
-// Python these tests fail, saying how to configure one.
+// @record leaves in TORCHELASTIC_ERROR_FILE is printed; a Ctrl-C forwarded by
+// a launcher that inherited SIGINT ignored is a KeyboardInterrupt in the
+// ranks. A .py program runs
+// under the Python paisoar was built with, not the first python3 on PATH,
+// and ranks under a Python without torch are reported with its path and what
+// to do. Without a configured Python these tests fail, saying how to
+// configure one.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +75,74 @@ TEST(LaunchPython, TheErrorTorchsRecordWroteIsPrinted) {
                        "rank 1 could not read its shard\n"),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(r.err.find("cannot import torch"), std::string::npos) << "its Python has torch: " << r.err;
+}
+
+// A Python without torch, as the first python3 on PATH often is: the
+// configured one run isolated (-I) and without site-packages (-S).
+std::string write_python_without_torch(const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << "#!/bin/sh\nexec '" << TORCH_PYTHON << "' -I -S \"$@\"\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path.string();
+}
+
+// torchrun runs ranks under its own Python; the launcher under the one its
+// torch came from, whatever python3 PATH finds first.
+TEST(LaunchPython, ScriptsRunUnderThePythonPaisoarWasBuiltWithNotTheFirstOnPath) {
+  REQUIRE_TORCH_PYTHON();
+  if (std::string(TORCH_PYTHON).find('/') == std::string::npos)
+    FAIL() << "PAISOAR_PYTHON is '" << TORCH_PYTHON << "', not a path: configure with "
+           << "-DPAISOAR_PYTHON=/path/to/python";
+  const std::filesystem::path dir = make_temp_dir();
+  write_python_without_torch(dir / "python3");
+  const char* path = std::getenv("PATH");
+  RunResult r = run_paisoar({"launch", "--master_port", "0", INTERPRETER_CHECK},
+                            {"PAISOAR_PYTHON", "PYTHON_EXEC",
+                             "PATH=" + dir.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")});
+  ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+  auto values = values_by_rank(r.out);
+  EXPECT_EQ(values[0]["EXECUTABLE"], TORCH_PYTHON) << r.out;
+  EXPECT_EQ(values[0]["TORCH"].rfind("2.", 0), 0u) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LaunchPython, APythonWithoutTorchIsNamedWithWhatToDo) {
+  REQUIRE_TORCH_PYTHON();
+  const std::filesystem::path dir = make_temp_dir();
+  const std::string python = write_python_without_torch(dir / "bin" / "python-without-torch");
+  RunResult r = run_paisoar({"launch", "--master_port", "0", "--nproc_per_node", "2",
+                             "--max_restarts", "1", INTERPRETER_CHECK},
+                            {"PAISOAR_PYTHON=" + python});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("ModuleNotFoundError: No module named 'torch'"), std::string::npos) << r.err;
+  const std::string words =
+      "paisoar launch: the ranks ran under Python '" + python + "' ($PAISOAR_PYTHON), which cannot "
+      "import torch: it finds no torch package. Set PAISOAR_PYTHON to the Python of an environment "
+      "with torch and paisoar, e.g. PAISOAR_PYTHON=" + TORCH_PYTHON +
+      " (the Python this paisoar was built with).\n";
+  const std::size_t at = r.err.find(words);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(words, at + 1), std::string::npos) << "said once, not at every restart: " << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+// `paisoar launch ... &` in a shell script starts the launcher with SIGINT
+// ignored; a Ctrl-C forwarded to it must still reach the ranks as
+// KeyboardInterrupt (PyTorch Lightning's graceful shutdown), as under
+// torchrun, instead of a SIGKILL at the end of the grace period.
+TEST(LaunchPython, ForwardedCtrlCIsAKeyboardInterruptWhenTheLauncherInheritedSigintIgnored) {
+  REQUIRE_TORCH_PYTHON();
+  LauncherRun run({"launch", "--master_port", "0", "--nproc_per_node", "2", "--grace_period", "30",
+                   INTERRUPT_CHECK},
+                  python_env(), PAISOAR_BIN, InheritedSignals{{SIGINT, SIGQUIT}, {}});
+  ASSERT_TRUE(run.wait_for_stdout("READY", 2, 30)) << "ranks did not start";
+  kill(run.pid(), SIGINT);
+  RunResult r = run.finish();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.out.find("[rank0]: graceful shutdown\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("[rank1]: graceful shutdown\n"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("sending SIGKILL"), std::string::npos) << r.err;
 }
 
 TEST(LaunchPython, AllreduceOnOneNode) {

@@ -1,11 +1,15 @@
 // Process tests: SIGTERM / SIGINT to the launcher are forwarded to every
 // rank's process group; the launcher exits 128+signo and leaves no rank and
-// no grandchild behind. Also: processes a successful rank left running are
-// stopped at the end.
+// no grandchild behind. Ranks start with every signal at its default action
+// and none blocked, whatever the launcher inherited, so a forwarded SIGINT
+// reaches their handlers; nohup's ignored SIGHUP stays ignored by the
+// launcher. Also: processes a successful rank left running are stopped at
+// the end.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "launcher_runner.h"
 
@@ -53,6 +57,60 @@ void expect_signal_stops_everything(int sig, int expected_exit) {
 TEST(LaunchSignals, SigtermIsForwardedAndExits143) { expect_signal_stops_everything(SIGTERM, 143); }
 
 TEST(LaunchSignals, SigintIsForwardedAndExits130) { expect_signal_stops_everything(SIGINT, 130); }
+
+// A shell script's `paisoar launch ... &` starts the launcher with SIGINT and
+// SIGQUIT ignored; nohup ignores SIGHUP; a caller may block signals. None of
+// it reaches the ranks (torchrun's start with these at their defaults).
+TEST(LaunchSignals, RanksStartWithDefaultSignalsWhateverTheLauncherInherited) {
+  const InheritedSignals inherited{{SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGUSR1, SIGPIPE, SIGCHLD},
+                                   {SIGINT, SIGTERM, SIGUSR2, SIGALRM}};
+  LauncherRun run(probe_launch({"--nproc_per_node", "2"}, {"signals"}), {}, PAISOAR_BIN, inherited);
+  RunResult r = run.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto values = values_by_rank(r.out);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(values[rank]["IGNORED"], "none") << r.out;
+    EXPECT_EQ(values[rank]["HANDLED"], "none") << r.out;
+    EXPECT_EQ(values[rank]["BLOCKED"], "none") << r.out;
+  }
+}
+
+// The launcher acts on a SIGINT even when it started with SIGINT ignored and
+// blocked, and the ranks' own handlers run (a framework's graceful shutdown)
+// instead of the SIGKILL at the end of the grace period.
+TEST(LaunchSignals, ForwardedSigintReachesTheRanksHandlersWhenTheLauncherInheritedItIgnored) {
+  LauncherRun run(probe_launch({"--nproc_per_node", "2", "--grace_period", "30"},
+                               {"trap", "2", "pid", "sleep", "60"}),
+                  {}, PAISOAR_BIN, InheritedSignals{{SIGINT}, {SIGINT}});
+  ASSERT_TRUE(run.wait_for_stdout("PID=", 2, 30)) << "ranks did not start";
+  kill(run.pid(), SIGINT);
+  RunResult r = run.finish();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.out.find("[rank0]: CAUGHT 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank1]: CAUGHT 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("paisoar launch: got SIGINT; stopping the ranks (SIGKILL after 30 s)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("sending SIGKILL"), std::string::npos) << r.err;
+}
+
+// `nohup paisoar launch ...`: a hangup does not end the job (the ranks, in
+// process groups of their own, do not get the terminal's SIGHUP either).
+// torchrun stops its ranks on SIGHUP even under nohup.
+TEST(LaunchSignals, SighupIgnoredByNohupStaysIgnoredByTheLauncher) {
+  const std::string dir = make_temp_dir();
+  LauncherRun run(probe_launch({}, {"signals", "pid", "wait-file", dir + "/go", "print", "finished"}),
+                  {}, PAISOAR_BIN, InheritedSignals{{SIGHUP}, {}});
+  ASSERT_TRUE(run.wait_for_stdout("PID=", 1, 30)) << "the rank did not start";
+  kill(run.pid(), SIGHUP);  // discarded at once: ignored, not blocked
+  std::ofstream(dir + "/go").put('\n');
+  RunResult r = run.finish();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[rank0]: finished\n"), std::string::npos) << r.out;
+  EXPECT_EQ(values_by_rank(r.out)[0]["IGNORED"], "none") << r.out;
+  EXPECT_EQ(r.err.find("SIGHUP"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
 
 TEST(LaunchSignals, SigintDoesNotRestart) {
   LauncherRun run(probe_launch({"--max_restarts", "3"}, {"pid", "sleep", "60"}));

@@ -53,7 +53,8 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 }  // namespace
 
 LauncherRun::LauncherRun(const std::vector<std::string>& args,
-                         const std::vector<std::string>& env, const std::string& binary) {
+                         const std::vector<std::string>& env, const std::string& binary,
+                         const InheritedSignals& signals) {
   std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> envv = child_environment(env);
@@ -64,11 +65,14 @@ LauncherRun::LauncherRun(const std::vector<std::string>& args,
     throw std::runtime_error("pipe2 failed");
   pid_ = fork();
   if (pid_ == 0) {
-    // Start the launcher with default signal handling, whatever ctest got.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+    // Start the launcher with default signal handling, whatever ctest got,
+    // but for what the test asks.
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);  // fails harmlessly for some
+    for (int sig : signals.ignored) signal(sig, SIG_IGN);
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : signals.blocked) sigaddset(&mask, sig);
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
     execve(c_argv[0], c_argv.data(), c_env.data());

@@ -20,14 +20,21 @@ struct RunResult {
   std::string err;
 };
 
+// The signal state a launcher starts with, as a shell or nohup leaves it;
+// every other signal is at its default action and unblocked.
+struct InheritedSignals {
+  std::vector<int> ignored;
+  std::vector<int> blocked;
+};
+
 // A running `paisoar` process. The destructor SIGKILLs and reaps it if the
 // test did not finish() it, so a failing test leaves nothing behind.
 class LauncherRun {
  public:
   // Runs `binary args...` with the test's environment plus `env` entries
-  // ("NAME=value" sets, "NAME" alone unsets).
+  // ("NAME=value" sets, "NAME" alone unsets), starting with `signals`.
   LauncherRun(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
-              const std::string& binary = PAISOAR_BIN);
+              const std::string& binary = PAISOAR_BIN, const InheritedSignals& signals = {});
   ~LauncherRun();
   LauncherRun(const LauncherRun&) = delete;
   LauncherRun& operator=(const LauncherRun&) = delete;

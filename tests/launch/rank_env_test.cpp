@@ -1,6 +1,8 @@
 // build_rank_env() and rank_command(): the environment and command line each
 // rank starts with, checked against torchrun 2.14's definitions (its
-// local_elastic_agent.py sets the variables, run.py builds the command).
+// local_elastic_agent.py sets the variables, run.py builds the command); the
+// Python interpreter chosen, and the message when it cannot import torch.
+#include "launch/python_check.h"
 #include "launch/rank_command.h"
 #include "launch/rank_env.h"
 
@@ -124,10 +126,55 @@ TEST(RankCommand, PythonProgramsRunAsTorchrunRunsThem) {
   EXPECT_FALSE(is_python_script("run.pyc"));
 }
 
-TEST(RankCommand, TheInterpreterIsPaisoarPythonThenPythonExec) {
-  EXPECT_EQ(python_interpreter("/a/python", "/b/python"), "/a/python");
-  EXPECT_EQ(python_interpreter("", "/b/python"), "/b/python");
-  EXPECT_EQ(python_interpreter("", ""), "python3");
+// torchrun runs ranks under its own interpreter (sys.executable) unless
+// PYTHON_EXEC says otherwise; paisoar's own is the one it was built with.
+TEST(RankCommand, TheInterpreterIsPaisoarPythonThenPythonExecThenTheBuildsPython) {
+  const PythonInterpreter given = python_interpreter("/a/python", "/b/python", "/bin/sh");
+  EXPECT_EQ(given.path, "/a/python");
+  EXPECT_EQ(given.source, "$PAISOAR_PYTHON");
+  const PythonInterpreter exec = python_interpreter("", "/b/python", "/bin/sh");
+  EXPECT_EQ(exec.path, "/b/python");
+  EXPECT_EQ(exec.source, "$PYTHON_EXEC");
+  const PythonInterpreter built = python_interpreter("", "", "/bin/sh");  // an executable file
+  EXPECT_EQ(built.path, "/bin/sh");
+  EXPECT_EQ(built.source, kBuiltWithSource);
+  for (const char* gone : {"/nonexistent/bin/python", "", "python3"}) {
+    const PythonInterpreter fallback = python_interpreter("", "", gone);
+    EXPECT_EQ(fallback.path, "python3") << gone;
+    EXPECT_EQ(fallback.source, kDefaultSource) << gone;
+  }
+}
+
+bool mentions(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(RankCommand, AMissingTorchIsReportedWithTheInterpreterAndWhatToDo) {
+  const std::string built = "/venv/bin/python";
+  const std::string from_env =
+      missing_torch_message({"/usr/bin/python3.9", "$PAISOAR_PYTHON"}, built);
+  EXPECT_TRUE(mentions(from_env, "the ranks ran under Python '/usr/bin/python3.9' ($PAISOAR_PYTHON), "
+                                 "which cannot import torch"))
+      << from_env;
+  EXPECT_TRUE(mentions(from_env, "Set PAISOAR_PYTHON to the Python of an environment with torch and "
+                                 "paisoar, e.g. PAISOAR_PYTHON=/venv/bin/python (the Python this "
+                                 "paisoar was built with)."))
+      << from_env;
+  // The first python3 on PATH: its full path, and why no better one was known.
+  const std::string on_path = missing_torch_message({"sh", kDefaultSource}, "");
+  EXPECT_TRUE(mentions(on_path, "Python '" + resolve_in_path("sh") + "' (the first python3 on PATH)"))
+      << on_path;
+  EXPECT_NE(resolve_in_path("sh"), "sh") << "sh is on every PATH";
+  EXPECT_TRUE(mentions(on_path, "built without a Python of its own")) << on_path;
+  EXPECT_TRUE(mentions(on_path, "Run the `paisoar` command of the Python environment that has torch"))
+      << on_path;
+  const std::string gone = missing_torch_message({"python3", kDefaultSource}, "/old/venv/bin/python");
+  EXPECT_TRUE(mentions(gone, "The Python this paisoar was built with, /old/venv/bin/python, is not "
+                             "there any more."))
+      << gone;
+  const std::string built_lost = missing_torch_message({built, kBuiltWithSource}, built);
+  EXPECT_TRUE(mentions(built_lost, "Reinstall torch in its environment, or set PAISOAR_PYTHON"))
+      << built_lost;
 }
 
 }  // namespace
