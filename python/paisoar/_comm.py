@@ -4,8 +4,11 @@ torch.distributed group the script made, when there is one, else paisoar's
 own group joined from the environment that `paisoar launch` (or torchrun)
 gives each rank. Either way the transport is paisoar's: shared memory
 between the ranks of one host, Gloo across hosts, NCCL for CUDA tensors."""
+from __future__ import annotations
+
 import os
 import weakref
+from typing import Union
 
 import torch
 import torch.distributed as dist
@@ -15,11 +18,14 @@ from ._native import _C
 # paisoar's groups over each torch.distributed group (by backend), formed on first use. Keyed
 # weakly: it must not keep torch's group (and its backends) past
 # destroy_process_group(), and a group made again later gets a new one.
-_over = weakref.WeakKeyDictionary()
-_own = None
+_over: weakref.WeakKeyDictionary[dist.ProcessGroup, dict[str, _C.Communicator]] = weakref.WeakKeyDictionary()
+_own: _C.Communicator | None = None
+
+# What paisoar's process_group= arguments take (None: the default group, else paisoar's own).
+Group = Union[dist.ProcessGroup, _C.Communicator, None]
 
 
-def communicator(process_group=None, backend=None):
+def communicator(process_group: Group = None, backend: str | None = None) -> _C.Communicator:
     """The Communicator over `process_group` (a torch.distributed group, or a
     Communicator such as own_group()'s), else over torch.distributed's
     default group if it is initialised, else paisoar's own. Collective on
@@ -42,13 +48,14 @@ def communicator(process_group=None, backend=None):
     return formed[backend]
 
 
-def serves_device(process_group, device_type):
+def serves_device(process_group: Group, device_type: str) -> bool:
     """Whether torch.distributed's group (or the default one) has a backend
     for tensors on `device_type`, as the script asked of init_process_group;
     True for paisoar's own group and when torch.distributed is not initialised."""
     if isinstance(process_group, _C.Communicator) or not (dist.is_available() and dist.is_initialized()):
         return True
     group = process_group if process_group is not None else dist.group.WORLD
+    assert group is not None  # torch.distributed is initialised: its default group exists
     try:
         group._get_backend(torch.device(device_type))
         return True
@@ -56,7 +63,7 @@ def serves_device(process_group, device_type):
         return False
 
 
-def own_group():
+def own_group() -> _C.Communicator:
     """paisoar's own group of this job's ranks, joined from the environment on
     first use (collective): shared memory between the ranks of one host, Gloo
     across hosts (PAISOAR_COMM_BACKEND=gloo|shm forces one). Pass it as
@@ -67,14 +74,14 @@ def own_group():
     return _own
 
 
-def has_group():
+def has_group() -> bool:
     """Whether collectives have more than this rank to agree with."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size() > 1
     return _own is not None and _own.size > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def process_group_backend(process_group=None):
+def process_group_backend(process_group: Group = None) -> str | None:
     """torch.distributed's backend name for the group ('gloo', 'nccl', ...), or None."""
     if isinstance(process_group, _C.Communicator) or not (dist.is_available() and dist.is_initialized()):
         return None  # paisoar's own group serves CPU and CUDA tensors

@@ -3,9 +3,12 @@ paisoar's C++ scaler (amp::GradScaler, which holds the float32 scale, the
 per-optimizer records and ATen's kernels). This layer adds what is Python's:
 iterables in scale(), the `_step_supports_amp_scaling` optimizer protocol,
 pickling, and torch's exception types."""
+from __future__ import annotations
+
 import inspect
 import warnings
 from collections import abc
+from typing import Any, overload
 
 import torch
 
@@ -14,11 +17,11 @@ from ._model_device import default_device_type, say_once
 from ._native import _C
 
 # What state_dict() holds, as torch.amp.GradScaler's.
-_STATE_KEYS = {"scale": float, "growth_factor": float, "backoff_factor": float, "growth_interval": int,
-               "_growth_tracker": int}
+_STATE_KEYS: dict[str, type[float] | type[int]] = {
+    "scale": float, "growth_factor": float, "backoff_factor": float, "growth_interval": int, "_growth_tracker": int}
 
 
-def _parameters(optimizer):
+def _parameters(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"]]
 
 
@@ -42,8 +45,9 @@ class GradScaler:
     overflow at every scale: training is unstable) instead of skipping forever.
     """
 
-    def __init__(self, device=None, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True, *, process_group=None, min_scale=None):
+    def __init__(self, device: str | None = None, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True, *,
+                 process_group: _comm.Group = None, min_scale: float | None = None) -> None:
         if device is None:
             device = default_device_type()
             if device != "cuda":
@@ -71,7 +75,19 @@ class GradScaler:
                                    enabled=enabled, min_scale=float(min_scale or 0.0), verdict_group=verdict)
         self._verdict = verdict
 
-    def scale(self, outputs):
+    @overload
+    def scale(self, outputs: torch.Tensor) -> torch.Tensor: ...
+
+    @overload
+    def scale(self, outputs: list[torch.Tensor]) -> list[torch.Tensor]: ...
+
+    @overload
+    def scale(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]: ...
+
+    @overload
+    def scale(self, outputs: abc.Iterable[torch.Tensor]) -> abc.Iterable[torch.Tensor]: ...
+
+    def scale(self, outputs: torch.Tensor | abc.Iterable[Any]) -> torch.Tensor | abc.Iterable[Any]:
         """outputs * scale: a tensor, or an iterable of them (lists and tuples
         keep their type, other iterables come back as a lazy map), as torch's."""
         if not self._core.is_enabled():
@@ -79,7 +95,7 @@ class GradScaler:
         if isinstance(outputs, torch.Tensor):
             return self._core.scale(outputs)
 
-        def apply_scale(value):
+        def apply_scale(value: object) -> torch.Tensor | abc.Iterable[Any]:
             if isinstance(value, torch.Tensor):
                 return self._core.scale(value)
             if isinstance(value, abc.Iterable):
@@ -90,20 +106,23 @@ class GradScaler:
 
         return apply_scale(outputs)
 
-    def unscale_(self, optimizer):
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
         """Divides `optimizer`'s gradients by the scale (once per step) and
         records whether any is inf/NaN; e.g. before clipping."""
         if self._core.is_enabled():
             self._core.unscale_(id(optimizer), _parameters(optimizer))
 
-    def step(self, optimizer, *args, **kwargs):
+    def step(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> float | None:
         """optimizer.step(*args, **kwargs) unless a gradient is inf/NaN (on
         any rank of the process group, when one is given); returns what step
         returned, or None when skipped. An optimizer with
         `_step_supports_amp_scaling` gets `grad_scale` and `found_inf` (or
         `grad_scaler=self` when its step takes it) and unscales itself."""
+        # What step() returned: a float or None for torch's optimizers (torch.amp.GradScaler's hint).
+        result: float | None
         if not self._core.is_enabled():
-            return optimizer.step(*args, **kwargs)
+            result = optimizer.step(*args, **kwargs)
+            return result
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled: evaluate "
                                "the loss, call scaler.scale(loss).backward(), then scaler.step(optimizer)")
@@ -123,20 +142,22 @@ class GradScaler:
                 if not unscaled:
                     self._core.check_inf(key, _parameters(optimizer))
                 scale = self._core.scale_tensor
-                optimizer.grad_scale = (getattr(optimizer, "grad_scale", None) if unscaled
-                                        else scale * getattr(optimizer, "grad_scale", 1))
-                optimizer.found_inf = self._core.found_inf(key)
+                assert scale is not None  # begin_step() checked that a scale is placed
+                # Attributes torch's protocol adds to the optimizer for its step only.
+                setattr(optimizer, "grad_scale", getattr(optimizer, "grad_scale", None) if unscaled
+                        else scale * getattr(optimizer, "grad_scale", 1))
+                setattr(optimizer, "found_inf", self._core.found_inf(key))
             result = optimizer.step(*args, **kwargs)
             self._core.stepped(key)
             if not passes_scaler:
-                del optimizer.grad_scale
-                del optimizer.found_inf
+                delattr(optimizer, "grad_scale")
+                delattr(optimizer, "found_inf")
             return result
         result = optimizer.step(*args, **kwargs) if self._core.should_step(key, _parameters(optimizer)) else None
         self._core.stepped(key)
         return result
 
-    def _check_verdict_group(self, optimizer):
+    def _check_verdict_group(self, optimizer: torch.optim.Optimizer) -> None:
         sharded_over = getattr(optimizer, "_grads_sharded_over", None)
         if self._verdict is None and sharded_over is not None and sharded_over.size > 1:
             raise ValueError(
@@ -145,7 +166,7 @@ class GradScaler:
                 "every rank: create the scaler with process_group= the group the optimizer shards over, "
                 "e.g. amp.GradScaler(process_group=torch.distributed.group.WORLD)")
 
-    def update(self, new_scale=None):
+    def update(self, new_scale: float | torch.Tensor | None = None) -> None:
         """Backs the scale off after an inf/NaN step, grows it after
         growth_interval clean ones (to a finite float32 only); `new_scale` (a
         float or a one-element tensor) sets it instead."""
@@ -167,50 +188,50 @@ class GradScaler:
         self._core.update(new_scale)
 
     # torch's private protocol for optimizers whose step takes grad_scaler=.
-    def _get_scale_async(self):
+    def _get_scale_async(self) -> torch.Tensor | None:
         return self._core.scale_tensor
 
-    def _check_inf_per_device(self, optimizer):
+    def _check_inf_per_device(self, optimizer: torch.optim.Optimizer) -> dict[torch.device, torch.Tensor]:
         self._core.check_inf(id(optimizer), _parameters(optimizer))
         return self._found_inf_per_device(optimizer)
 
-    def _found_inf_per_device(self, optimizer):
+    def _found_inf_per_device(self, optimizer: torch.optim.Optimizer) -> dict[torch.device, torch.Tensor]:
         return {found.device: found for found in self._core.found_inf_per_device(id(optimizer))}
 
-    def get_scale(self):
+    def get_scale(self) -> float:
         """The scale as a Python float (its float32 value once a loss was scaled); 1.0 when disabled."""
         return self._core.get_scale()
 
-    def get_growth_factor(self):
+    def get_growth_factor(self) -> float:
         return self._core.growth_factor
 
-    def set_growth_factor(self, new_factor):
+    def set_growth_factor(self, new_factor: float) -> None:
         self._core.growth_factor = float(new_factor)
 
-    def get_backoff_factor(self):
+    def get_backoff_factor(self) -> float:
         return self._core.backoff_factor
 
-    def set_backoff_factor(self, new_factor):
+    def set_backoff_factor(self, new_factor: float) -> None:
         self._core.backoff_factor = float(new_factor)
 
-    def get_growth_interval(self):
+    def get_growth_interval(self) -> int:
         return self._core.growth_interval
 
-    def set_growth_interval(self, new_interval):
+    def set_growth_interval(self, new_interval: int) -> None:
         self._core.growth_interval = int(new_interval)
 
-    def _get_growth_tracker(self):
+    def _get_growth_tracker(self) -> int:
         return self._core.growth_tracker
 
-    def is_enabled(self):
+    def is_enabled(self) -> bool:
         return self._core.is_enabled()
 
     @property
-    def skipped_steps(self):
+    def skipped_steps(self) -> int:
         """paisoar's count of the steps skipped so far (not in state_dict(), as torch's has no such key)."""
         return self._core.skipped_steps
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """torch.amp.GradScaler's five entries; {} when disabled."""
         if not self._core.is_enabled():
             return {}
@@ -218,7 +239,7 @@ class GradScaler:
                 "backoff_factor": self.get_backoff_factor(), "growth_interval": self.get_growth_interval(),
                 "_growth_tracker": self._get_growth_tracker()}
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: abc.Mapping[str, Any]) -> None:
         """Loads a state_dict() of this GradScaler or of torch.amp.GradScaler; a no-op when disabled."""
         if not self._core.is_enabled():
             return
@@ -230,7 +251,7 @@ class GradScaler:
 
     # Pickled as torch's is: between iterations, the scale as a number (placed
     # again by the next scale()). A process group belongs to its process.
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         if self._process_group is not None:
             raise TypeError("a GradScaler(process_group=...) cannot be pickled: the group belongs to this "
                             "process. Pickle scaler.state_dict() and load it into a GradScaler built with "
@@ -241,7 +262,7 @@ class GradScaler:
         core = {key: value.item() for key, value in self._core.state_dict().items()}
         return {"device": self._device, "enabled": self._core.is_enabled(), "min_scale": self._min_scale, **core}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._device, self._process_group, self._min_scale = state["device"], None, state["min_scale"]
         self._verdict = None
         self._core = _C.GradScaler(init_scale=float(state["scale"]), growth_factor=float(state["growth_factor"]),
@@ -252,9 +273,9 @@ class GradScaler:
             self._core.load_state_dict(_state_tensors(state))
 
 
-def _state_tensors(state_dict):
+def _state_tensors(state_dict: abc.Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """The C++ scaler's state from torch's (Python numbers, or one-element tensors)."""
-    tensors = {}
+    tensors: dict[str, torch.Tensor] = {}
     for key, kind in (*_STATE_KEYS.items(), ("skipped_steps", int)):
         if key not in state_dict:
             if key == "skipped_steps":

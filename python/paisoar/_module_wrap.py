@@ -2,7 +2,11 @@
 checkpointing and precision pinning by module name both do. A module keeps
 its own forward and the list of wrappers applied, so removing one kind
 rebuilds the forward from the others and kinds stack in any order."""
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -10,11 +14,12 @@ _BASE = "_paisoar_base_forward"
 _LAYERS = "_paisoar_wrappers"
 
 
-def matched_modules(model, matches):
+def matched_modules(model: torch.nn.Module,
+                    matches: Callable[[str], bool]) -> list[tuple[str, torch.nn.Module]]:
     """(name, module) of the outermost called modules whose name `matches`:
     a ModuleList's or ModuleDict's children rather than the container, which
     is iterated and never called."""
-    chosen = []
+    chosen: list[tuple[str, torch.nn.Module]] = []
     for name, module in model.named_modules():
         if not name or not matches(name) or any(name.startswith(c + ".") for c, _ in chosen):
             continue
@@ -24,7 +29,7 @@ def matched_modules(model, matches):
     return chosen
 
 
-def wrap_forward(module, kind, wrapper, *args):
+def wrap_forward(module: torch.nn.Module, kind: str, wrapper: Callable[..., Any], *args: Any) -> None:
     """module.forward becomes wrapper(inner_forward, *args, *call_args), over
     the wrappers already there."""
     if _BASE not in vars(module):
@@ -34,7 +39,7 @@ def wrap_forward(module, kind, wrapper, *args):
     _rebuild(module)
 
 
-def unwrap_all(model, kind):
+def unwrap_all(model: torch.nn.Module, kind: str) -> None:
     """Removes the `kind` wrappers from every module of `model`, keeping the others."""
     for module in model.modules():
         layers = vars(module).get(_LAYERS)
@@ -44,7 +49,7 @@ def unwrap_all(model, kind):
         _rebuild(module)
 
 
-def _rebuild(module):
+def _rebuild(module: torch.nn.Module) -> None:
     forward = vars(module)[_BASE]
     for _, wrapper, args in vars(module)[_LAYERS]:
         forward = functools.partial(wrapper, forward, *args)

@@ -11,7 +11,11 @@ custom_fwd/custom_bwd, and the precision policy by module name.
     scaler.step(optimizer)
     scaler.update()
 """
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
 
 import torch
 
@@ -21,10 +25,12 @@ from ._grad_scaler import GradScaler  # noqa: F401  (amp.GradScaler)
 from ._model_device import default_device_type, note_model_device, say_once  # noqa: F401
 from ._native import _C
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _DTYPES = {"Float": torch.float32, "BFloat16": torch.bfloat16, "Half": torch.float16}
 
 
-def auto_dtype(device_type):
+def auto_dtype(device_type: str) -> tuple[bool, torch.dtype, str]:
     """(autocast?, dtype, reason) by the `auto` rule of paisoar's amp.dtype:
     bf16 on CUDA and on CPUs with native bf16 kernels, fp32 on other CPUs."""
     enabled, name, reason = _C.autocast_dtype(device_type)
@@ -43,9 +49,11 @@ class autocast(torch.autocast):
     it runs faster than fp32; autocast off on CPUs without bf16 kernels) and
     says once, as a warning, what it chose and why."""
 
-    def __init__(self, device_type=None, dtype=None, enabled=True, cache_enabled=None):
+    def __init__(self, device_type: str | bool | None = None, dtype: torch.dtype | str | None = None,
+                 enabled: bool = True, cache_enabled: bool | None = None) -> None:
         if isinstance(device_type, bool):  # autocast(False): the article's positional `enabled`
-            device_type, enabled = None, device_type
+            enabled = device_type
+            device_type = None
         device_type = device_type or default_device_type()
         if isinstance(dtype, str):
             if dtype != "auto":
@@ -59,7 +67,17 @@ class autocast(torch.autocast):
         super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
-def custom_fwd(fwd=None, *, device_type=None, cast_inputs=None):
+@overload
+def custom_fwd(fwd: None = None, *, device_type: str | None = None,
+               cast_inputs: torch.dtype | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def custom_fwd(fwd: _F, *, device_type: str | None = None, cast_inputs: torch.dtype | None = None) -> _F: ...
+
+
+def custom_fwd(fwd: Callable[..., Any] | None = None, *, device_type: str | None = None,
+               cast_inputs: torch.dtype | None = None) -> Any:
     """torch.amp.custom_fwd with device_type defaulting as autocast's does."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
@@ -67,7 +85,15 @@ def custom_fwd(fwd=None, *, device_type=None, cast_inputs=None):
                                 cast_inputs=cast_inputs)
 
 
-def custom_bwd(bwd=None, *, device_type=None):
+@overload
+def custom_bwd(bwd: None = None, *, device_type: str | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def custom_bwd(bwd: _F, *, device_type: str | None = None) -> _F: ...
+
+
+def custom_bwd(bwd: Callable[..., Any] | None = None, *, device_type: str | None = None) -> Any:
     """torch.amp.custom_bwd with device_type defaulting as autocast's does."""
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
@@ -79,7 +105,8 @@ def custom_bwd(bwd=None, *, device_type=None):
 _PINNED = "_paisoar_pinned_forward"
 
 
-def precision_policy(model, rules, device_type=None):
+def precision_policy(model: torch.nn.Module, rules: Mapping[str, Iterable[str]],
+                     device_type: str | None = None) -> dict[str, str]:
     """Pins the precision of `model`'s submodules by name, as the config's
     `amp.policy` does for the C++ Trainer: `rules` maps "fp32" (autocast off,
     floating inputs cast to float32: for precision-sensitive layers) or "low"
@@ -107,7 +134,7 @@ def precision_policy(model, rules, device_type=None):
     device = device_type or default_device_type()
     low = auto_dtype(device)[1] if device == "cuda" else torch.bfloat16
     chosen = _module_wrap.matched_modules(model, lambda name: policy.precision_for(name) != "inherit")
-    pinned = {}
+    pinned: dict[str, str] = {}
     for name, module in chosen:
         precision = policy.precision_for(name)
         dtype = torch.float32 if precision == "fp32" else low
@@ -116,11 +143,11 @@ def precision_policy(model, rules, device_type=None):
     return pinned
 
 
-def remove_precision_policy(model):
+def remove_precision_policy(model: torch.nn.Module) -> None:
     _module_wrap.unwrap_all(model, _PINNED)
 
 
-def _cast(value, dtype):
+def _cast(value: Any, dtype: torch.dtype) -> Any:
     if isinstance(value, torch.Tensor) and value.is_floating_point():
         return value.to(dtype)
     if isinstance(value, (list, tuple)):
@@ -128,7 +155,7 @@ def _cast(value, dtype):
     return value
 
 
-def _pinned_forward(forward, device, dtype, *args, **kwargs):
+def _pinned_forward(forward: Callable[..., Any], device: str, dtype: torch.dtype, *args: Any, **kwargs: Any) -> Any:
     args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
     with torch.autocast(device, dtype=None if dtype == torch.float32 else dtype,
                         enabled=dtype != torch.float32):

@@ -6,6 +6,11 @@ non-reentrant, RNG state preserved), trading compute for memory.
 
     wrapped = checkpoint.apply(model, ["layer2", "layer3"])
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import torch
 import torch.utils.checkpoint
 
@@ -13,7 +18,7 @@ from ._module_wrap import matched_modules, unwrap_all, wrap_forward
 from ._native import _C
 
 
-def apply(model, patterns, preserve_rng_state=True):
+def apply(model: torch.nn.Module, patterns: Iterable[str], preserve_rng_state: bool = True) -> list[str]:
     """Checkpoints every submodule of `model` whose name matches one of
     `patterns` (the outermost one that is called, when a module and its
     children match: a ModuleList's children, not the list); returns the names
@@ -33,7 +38,7 @@ def apply(model, patterns, preserve_rng_state=True):
     return [name for name, _ in chosen]
 
 
-def remove(model):
+def remove(model: torch.nn.Module) -> None:
     """Undoes apply(): every module computes and keeps its activations again."""
     unwrap_all(model, _KIND)
 
@@ -41,7 +46,7 @@ def remove(model):
 _KIND = "_paisoar_checkpointed_forward"
 
 
-def _checkpointed(forward, preserve_rng_state, *args, **kwargs):
+def _checkpointed(forward: Callable[..., Any], preserve_rng_state: bool, *args: Any, **kwargs: Any) -> Any:
     if not torch.is_grad_enabled():
         return forward(*args, **kwargs)
     return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False,

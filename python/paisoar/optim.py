@@ -10,24 +10,37 @@ schedulers work unchanged.
     schedule = optim.WarmupDecay(opt, warmup_steps=500, total_steps=10000, decay="cosine")
     for x, y in loader: ...; opt.step(); schedule.step()
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, overload
+
 import torch
+from torch.optim.optimizer import ParamsT
 
 from ._native import _C
 
 
 class _Layerwise(torch.optim.Optimizer):
-    _KIND = None
-    _OPTIONS = ()
+    _KIND: ClassVar[str]  # "lars" or "lamb": the C++ optimizer, set by each subclass
+    _OPTIONS: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, params, defaults):
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         super().__init__(params, defaults)
-        self._core = None
+        self._core: _C.LayerwiseOptimizer | None = None
+        self._core_params: list[int]  # ids of the parameters _core was built over (set with it)
 
-    def _options(self, group):
+    def _options(self, group: dict[str, Any]) -> dict[str, Any]:
         return {k: (tuple(group[k]) if k == "betas" else group[k]) for k in self._OPTIONS}
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -55,7 +68,8 @@ class LARS(_Layerwise):
     _KIND = "lars"
     _OPTIONS = ("lr", "momentum", "weight_decay", "eta", "eps", "exclude_1d")
 
-    def __init__(self, params, lr=0.1, momentum=0.9, weight_decay=0.0, eta=0.001, eps=1e-9, exclude_1d=True):
+    def __init__(self, params: ParamsT, lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0,
+                 eta: float = 0.001, eps: float = 1e-9, exclude_1d: bool = True) -> None:
         if lr < 0 or momentum < 0 or weight_decay < 0 or eta <= 0:
             raise ValueError(f"LARS: lr={lr}, momentum={momentum}, weight_decay={weight_decay} must be "
                              f">= 0 and eta={eta} > 0")
@@ -69,8 +83,9 @@ class LAMB(_Layerwise):
     _KIND = "lamb"
     _OPTIONS = ("lr", "betas", "eps", "weight_decay", "bias_correction", "exclude_1d")
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, bias_correction=True,
-                 exclude_1d=True):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-6, weight_decay: float = 0.01, bias_correction: bool = True,
+                 exclude_1d: bool = True) -> None:
         if lr < 0 or weight_decay < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"LAMB: lr={lr} and weight_decay={weight_decay} must be >= 0 and betas={betas} "
                              "in [0, 1)")
@@ -84,8 +99,10 @@ class WarmupDecay(torch.optim.lr_scheduler.LambdaLR):
     final_factor at total_steps, or 'step': times gamma every step_size steps
     or at each milestone). Call step() after each optimizer.step()."""
 
-    def __init__(self, optimizer, warmup_steps=0, total_steps=0, decay="cosine", warmup_start_factor=0.0,
-                 final_factor=0.0, power=1.0, gamma=0.1, step_size=0, milestones=(), last_epoch=-1):
+    def __init__(self, optimizer: torch.optim.Optimizer, warmup_steps: int = 0, total_steps: int = 0,
+                 decay: str = "cosine", warmup_start_factor: float = 0.0, final_factor: float = 0.0,
+                 power: float = 1.0, gamma: float = 0.1, step_size: int = 0, milestones: Iterable[int] = (),
+                 last_epoch: int = -1) -> None:
         # Checked now; held by the lambda only, so state_dict() (LambdaLR saves
         # every attribute) stays plain numbers that torch.save can write.
         schedule = _C.LrScheduleOptions(int(warmup_steps), float(warmup_start_factor), decay,
@@ -94,6 +111,6 @@ class WarmupDecay(torch.optim.lr_scheduler.LambdaLR):
         super().__init__(optimizer, lambda step: schedule.factor(step), last_epoch=last_epoch)
 
 
-def scaled_lr(base_lr, global_batch, base_batch):
+def scaled_lr(base_lr: float, global_batch: int, base_batch: int) -> float:
     """The linear scaling rule (Goyal et al. 2017): base_lr * global_batch / base_batch."""
     return _C.scaled_lr(float(base_lr), int(global_batch), int(base_batch))

@@ -11,18 +11,30 @@ called back in Python (one call per micro-batch: measured, docs/PYTHON.md).
 
 Run it on every rank (`paisoar launch --nproc_per_node 2 -- script.py`).
 """
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, Union
+
 import torch
 
 from ._native import _C
+from ._types import MapDataset
+
+# overrides=: {"key.path": value} or ["key.path=value", ...], as `paisoar train --set`.
+Overrides = Union[dict[str, Any], Iterable[str]]
+# dataset= and eval_dataset=: a paisoar.data set, a map-style torch Dataset, or None (the config's).
+DatasetArg = Union[_C.Dataset, MapDataset, None]
 
 
-def _flatten(overrides):
+def _flatten(overrides: Overrides) -> list[str]:
     if isinstance(overrides, dict):
         return [f"{key}={_yaml(value)}" for key, value in overrides.items()]
     return [str(o) for o in overrides]
 
 
-def _yaml(value):
+def _yaml(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -43,7 +55,8 @@ class Trainer:
     index), instead of the config's `data.*`. The arguments are checked here;
     the config when fit() reads it."""
 
-    def __init__(self, config=None, model=None, dataset=None, eval_dataset=None, overrides=()):
+    def __init__(self, config: str | os.PathLike[str] | None = None, model: torch.nn.Module | None = None,
+                 dataset: DatasetArg = None, eval_dataset: DatasetArg = None, overrides: Overrides = ()) -> None:
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"paisoar.train: model must be a torch.nn.Module, got {type(model).__name__}")
         if eval_dataset is not None and dataset is None:
@@ -54,7 +67,7 @@ class Trainer:
         self.eval_dataset = _as_dataset("eval_dataset", eval_dataset)
         self.overrides = _flatten(overrides)
 
-    def fit(self):
+    def fit(self) -> dict[str, int | float | str]:
         """Trains and returns {steps, global_step, resumed_from, seconds,
         samples_per_s, final_loss, accuracy, time_to_target_s}. Collective:
         every rank calls it. A run_dir holding a finished run's checkpoint
@@ -67,13 +80,15 @@ class Trainer:
                         [b for _, b in buffers], self.dataset, self.eval_dataset)
 
 
-def train(config=None, model=None, dataset=None, eval_dataset=None, overrides=()):
+def train(config: str | os.PathLike[str] | None = None, model: torch.nn.Module | None = None,
+          dataset: DatasetArg = None, eval_dataset: DatasetArg = None,
+          overrides: Overrides = ()) -> dict[str, int | float | str]:
     """Trainer(config, model, dataset, eval_dataset, overrides).fit(): trains
     and returns the result dict. Collective: every rank calls it."""
     return Trainer(config, model, dataset, eval_dataset, overrides).fit()
 
 
-def _as_dataset(name, value):
+def _as_dataset(name: str, value: DatasetArg) -> _C.Dataset | None:
     """A paisoar.data set as it is; a map-style torch Dataset through the C++
     adapter (its samples fetched in Python, batched in C++)."""
     if value is None or isinstance(value, _C.Dataset):

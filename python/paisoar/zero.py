@@ -19,9 +19,14 @@ hook on its output's gradient before its backward (the next unit prefetched
 each time). Between steps the model's parameters hold no memory: read them
 inside `opt.gathered()` (collective) or through `full_parameters()`.
 """
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any, overload
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from . import _comm
 from ._native import _C
@@ -37,8 +42,10 @@ class ZeroOptimizer(torch.optim.Optimizer):
     group as here): every rank then agrees on each step's inf/NaN verdict.
     A scaler without one is refused at its first step."""
 
-    def __init__(self, model, optimizer_class, stage=1, process_group=None, bucket_cap_mb=25.0,
-                 first_bucket_mb=1.0, overlap=True, find_unused_parameters=False, **optimizer_kwargs):
+    def __init__(self, model: torch.nn.Module, optimizer_class: Callable[..., torch.optim.Optimizer],
+                 stage: int = 1, process_group: _comm.Group = None, bucket_cap_mb: float = 25.0,
+                 first_bucket_mb: float = 1.0, overlap: bool = True, find_unused_parameters: bool = False,
+                 **optimizer_kwargs: Any) -> None:
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"ZeroOptimizer shards a torch.nn.Module's parameters, got {type(model).__name__}")
         if stage not in (1, 2, 3):
@@ -64,8 +71,14 @@ class ZeroOptimizer(torch.optim.Optimizer):
         self.param_groups = self.inner.param_groups
         self.state = self.inner.state
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -73,12 +86,12 @@ class ZeroOptimizer(torch.optim.Optimizer):
         self._core.step()
         return loss
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Zeroes (stage 1) or releases (stages 2-3) every gradient this rank holds."""
         self._core.zero_grad()
 
     @contextlib.contextmanager
-    def no_sync(self):
+    def no_sync(self) -> Iterator[None]:
         """Backward inside only accumulates full local gradients; the next one averages the sum."""
         was = self._core.sync
         self._core.set_sync(False)
@@ -88,34 +101,34 @@ class ZeroOptimizer(torch.optim.Optimizer):
             self._core.set_sync(was)
 
     @property
-    def stage(self):
+    def stage(self) -> int:
         return self._core.stage
 
     @property
-    def _grads_sharded_over(self):
+    def _grads_sharded_over(self) -> _C.Communicator:
         """The Communicator whose ranks each hold a shard of the gradients (read by amp.GradScaler)."""
         return self._comm
 
-    def memory(self):
+    def memory(self) -> dict[str, int]:
         """Bytes this rank holds now: parameters, gradients, optimizer state."""
         held = self._core.memory()
         held["optimizer_state"] = sum(t.numel() * t.element_size() for s in self.inner.state.values()
                                       for t in s.values() if isinstance(t, torch.Tensor))
         return held
 
-    def clip_grad_norm_(self, max_norm):
+    def clip_grad_norm_(self, max_norm: float) -> float:
         """Clips the averaged gradients to a global norm over every rank's
         shard (collective; torch.nn.utils.clip_grad_norm_ on the model's
         parameters would see no gradients at stage 2, and only this rank's
         shard at stage 1). Returns the norm before clipping."""
         return self._core.clip_grad_norm_(float(max_norm))
 
-    def full_parameters(self):
+    def full_parameters(self) -> list[torch.Tensor]:
         """Collective: every parameter whole (fp32), gathered from the shards."""
         return self._core.full_parameters()
 
     @contextlib.contextmanager
-    def gathered(self):
+    def gathered(self) -> Iterator[torch.nn.Module]:
         """Stage 3, collective: inside, the model's parameters hold their
         values (to read, evaluate or save them); released on exit. A no-op at
         stages 1-2, whose parameters are always whole."""
@@ -127,19 +140,21 @@ class ZeroOptimizer(torch.optim.Optimizer):
             for k in range(self._units):
                 self._core.unit_forward_end(k)
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """This rank's shard of the optimizer state: save one per rank."""
         return self.inner.state_dict()
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.inner.load_state_dict(state_dict)
 
 
-def _stage3_units(model):
+def _stage3_units(model: torch.nn.Module) -> tuple[list[torch.nn.Module], list[list[str]]]:
     """Stage 3's units: each module with trainable parameters of its own
     (not its children's), in registration order, and their parameter names
     as the model names them."""
-    modules, units, owner = [], [], {}
+    modules: list[torch.nn.Module] = []
+    units: list[list[str]] = []
+    owner: dict[int, str] = {}
     for prefix, module in model.named_modules():
         names = []
         for name, p in module.named_parameters(recurse=False):
@@ -158,17 +173,17 @@ def _stage3_units(model):
     return modules, units
 
 
-def _gather_around(module, core, k):
+def _gather_around(module: torch.nn.Module, core: _C.ZeroOptimizer, k: int) -> list[RemovableHandle]:
     """The hooks that bracket unit k's forward with its gather and release,
     and gather it again before its backward (a hook on each output that needs
     a gradient runs before the module's own backward nodes)."""
-    def regather(grad):
+    def regather(grad: torch.Tensor) -> None:
         core.unit_backward_begin(k)
 
-    def before(_module, _args):
+    def before(_module: torch.nn.Module, _args: tuple[Any, ...]) -> None:
         core.unit_forward_begin(k)
 
-    def after(_module, _args, output):
+    def after(_module: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> None:
         if torch.is_grad_enabled():
             for t in _tensors_in(output):
                 if t.requires_grad:
