@@ -46,8 +46,9 @@ class LauncherRun {
   bool wait_for_stdout(const std::string& needle, int count, double timeout_s);
 
   // Reads all output and waits for the exit, SIGKILLing the process after
-  // `timeout_s` seconds (the test's hang guard).
-  RunResult finish(double timeout_s = 50);
+  // `timeout_s` seconds (the test's hang guard: generous, since two Python
+  // ranks importing torch on a loaded 2-core machine took over 50 s).
+  RunResult finish(double timeout_s = 150);
 
  private:
   bool read_some(int timeout_ms);  // false once both pipes are closed
