@@ -17,7 +17,8 @@ minimal=0
 # cmake/torch_version.cmake (the supported range).
 TORCH_PIN="torch==2.14.1"
 TORCHVISION_PIN="torchvision==0.29.1"
-PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools)
+PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools
+             expecttest)  # torch.testing._internal imports it: torch's own DDP tests (tests/python/torch_ddp_suite)
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config

@@ -111,7 +111,7 @@ class Worker:
         self.deadline = None
 
     def give(self, test, timeout_s):
-        self.test, self.deadline = test, time.monotonic() + timeout_s + GRACE_S
+        self.test, self.deadline = test, time.monotonic() + timeout_s(test) + GRACE_S
         self.log.write(f"\n===== {test}\n")
         self.log.flush()
         self.proc.stdin.write(test + "\n")
@@ -133,14 +133,21 @@ class Worker:
         self.log.close()
 
 
-def run_tests(ddp, tests, jobs, log_dir, timeout_s):
-    """{test: result} for `tests` with `ddp`'s DDP, on `jobs` workers."""
+def run_tests(ddp, tests, jobs, log_dir, base_timeout_s):
+    """{test: result} for `tests` with `ddp`'s DDP, on `jobs` workers, `base_timeout_s` a test (or
+    torch's own longer limit for it)."""
+    import harness
+
+    def timeout_s(test):
+        return max(base_timeout_s, harness.timeout_of(test))
+
     marks = tempfile.mkdtemp(prefix=f"torch-ddp-suite-{ddp}-")
-    pending, results, workers = list(tests), {}, []
+    # The tests with long limits first, so that they do not finish last.
+    pending, results, workers = sorted(tests, key=lambda t: -timeout_s(t)), {}, []
     selector = selectors.DefaultSelector()
 
     def start(index):
-        w = Worker(ddp, marks, log_dir, index, timeout_s)
+        w = Worker(ddp, marks, log_dir, index, base_timeout_s)
         selector.register(w.answers, selectors.EVENT_READ, w)
         workers.append(w)
         return w
@@ -176,7 +183,7 @@ def run_tests(ddp, tests, jobs, log_dir, timeout_s):
                 selector.unregister(w.answers)
                 w.kill()
                 workers.remove(w)
-                results[w.test] = {"test": w.test, "status": "failed", "seconds": timeout_s + GRACE_S,
+                results[w.test] = {"test": w.test, "status": "failed", "seconds": timeout_s(w.test) + GRACE_S,
                                    "built_ddp": True, "summary": "timed out (the worker was killed)", "error": ""}
                 print(f"  [{ddp}] failed  (timed out) {w.test}", flush=True)
                 if pending:
