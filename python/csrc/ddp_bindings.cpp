@@ -41,7 +41,8 @@ void bind_ddp(py::module_& m) {
                        std::shared_ptr<comm::Communicator> comm, double bucket_cap_mb, double first_bucket_mb,
                        bool overlap, bool rebuild_buckets, bool find_unused_parameters, bool broadcast_buffers,
                        const std::string& compression, int powersgd_rank, bool error_feedback,
-                       int ranks_per_node, bool init_sync, bool gradient_as_bucket_view, bool static_graph) {
+                       int ranks_per_node, bool init_sync, bool gradient_as_bucket_view, bool static_graph,
+                       const std::vector<double>& bucket_caps_mb) {
              ddp::DdpOptions options;
              options.bucket_cap_mb = bucket_cap_mb;
              options.first_bucket_mb = first_bucket_mb;
@@ -56,6 +57,7 @@ void bind_ddp(py::module_& m) {
              options.init_sync = init_sync;
              options.gradient_as_bucket_view = gradient_as_bucket_view;
              options.static_graph = static_graph;
+             options.bucket_caps_mb = bucket_caps_mb;
              options.python_front_end = true;
              auto out = std::make_unique<PythonReducer>();
              out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
@@ -69,7 +71,7 @@ void bind_ddp(py::module_& m) {
            py::arg("rebuild_buckets"), py::arg("find_unused_parameters"), py::arg("broadcast_buffers"),
            py::arg("compression"), py::arg("powersgd_rank"), py::arg("error_feedback"),
            py::arg("ranks_per_node"), py::arg("init_sync") = true, py::arg("gradient_as_bucket_view") = true,
-           py::arg("static_graph") = false,
+           py::arg("static_graph") = false, py::arg("bucket_caps_mb") = std::vector<double>{},
            "Collective (init_sync): checks every rank holds the same tensors, broadcasts rank 0's; hooks backward.")
       .def(
           "pre_forward", [](PythonReducer& r) { r.reducer->pre_forward(); },

@@ -72,13 +72,19 @@ def buffer_sync(broadcast_buffers, forward_sync_buffers):
 
 
 def bucket_caps(bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb):
-    """(bucket_bytes_cap, bucket_bytes_cap_list, first MiB, other MiB) as torch computes its caps.
-
-    The first bucket is torch's (1 MiB when bucket_cap_mb is left at its
-    default, else bucket_cap_mb) unless paisoar's first_bucket_mb is given."""
+    """(bucket_bytes_cap, bucket_bytes_cap_list, first MiB, other MiB, per-bucket MiB) as torch
+    computes its caps: with bucket_cap_mb_list, bucket k holds up to its k-th entry (the last
+    repeats). Else the first bucket is torch's (1 MiB when bucket_cap_mb is left at its default,
+    else bucket_cap_mb) unless paisoar's first_bucket_mb is given, the others bucket_cap_mb."""
     if bucket_cap_mb_list:
-        _refuse("bucket_cap_mb_list=...", "paisoar's buckets have one size after the first",
-                "pass bucket_cap_mb (and paisoar's first_bucket_mb) instead")
+        if any(cap <= 0 for cap in bucket_cap_mb_list):
+            raise ValueError(f"DistributedDataParallel: every bucket_cap_mb_list entry must be > 0, "
+                             f"got {bucket_cap_mb_list}")
+        if first_bucket_mb is not None:
+            raise ValueError("DistributedDataParallel: pass bucket_cap_mb_list or first_bucket_mb, not both "
+                             "(the list's first entry is the first bucket's cap)")
+        caps = [float(cap) for cap in bucket_cap_mb_list]
+        return (int(max(caps) * _MB), [int(cap * _MB) for cap in caps], caps[0], max(caps), caps)
     cap_mb = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
     if cap_mb <= 0:
         raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, got {bucket_cap_mb}")
@@ -86,7 +92,7 @@ def bucket_caps(bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb):
         first_bucket_mb = dist._DEFAULT_FIRST_BUCKET_BYTES / _MB if bucket_cap_mb is None else cap_mb
     if first_bucket_mb <= 0:
         raise ValueError(f"DistributedDataParallel: first_bucket_mb must be > 0, got {first_bucket_mb}")
-    return int(cap_mb * _MB), [], float(first_bucket_mb), float(cap_mb)
+    return int(cap_mb * _MB), [], float(first_bucket_mb), float(cap_mb), []
 
 
 def compression_of(gradient_compression):

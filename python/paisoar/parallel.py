@@ -69,7 +69,7 @@ class DistributedDataParallel(torch.nn.Module, Joinable):
                           "Please avoid using it.", FutureWarning, stacklevel=2)
         self.forward_sync_buffers, init_sync_buffers = arguments.buffer_sync(broadcast_buffers,
                                                                              forward_sync_buffers)
-        self.bucket_bytes_cap, self.bucket_bytes_cap_list, first_mb, cap_mb = arguments.bucket_caps(
+        self.bucket_bytes_cap, self.bucket_bytes_cap_list, first_mb, cap_mb, caps_mb = arguments.bucket_caps(
             bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb)
         self.module = module
         self.dim = dim  # as in torch, read only by scatter() and gather()
@@ -86,7 +86,7 @@ class DistributedDataParallel(torch.nn.Module, Joinable):
                              broadcast_buffers=False, compression=arguments.compression_of(gradient_compression),
                              powersgd_rank=int(powersgd_rank), error_feedback=bool(error_feedback),
                              ranks_per_node=0, gradient_as_bucket_view=self.gradient_as_bucket_view,
-                             static_graph=self.static_graph)
+                             static_graph=self.static_graph, bucket_caps_mb=caps_mb)
         self._comm = _comm.communicator(group)
         self._reducer = self._make_reducer(init_sync=bool(init_sync), sync_buffers=init_sync_buffers)
 

@@ -37,6 +37,16 @@ int64_t mib_to_bytes(double mib, const char* field) {
   return static_cast<int64_t>(mib * 1024 * 1024);
 }
 
+std::vector<int64_t> caps_in_bytes(const DdpOptions& options) {
+  if (options.bucket_caps_mb.empty()) {
+    return {mib_to_bytes(options.first_bucket_mb, "first_bucket_mb"),
+            mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb")};
+  }
+  std::vector<int64_t> caps;
+  for (double mib : options.bucket_caps_mb) caps.push_back(mib_to_bytes(mib, "bucket_caps_mb[i]"));
+  return caps;
+}
+
 }  // namespace
 
 GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
@@ -44,8 +54,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
     : module_(std::move(module)),
       comm_(std::move(comm)),
       options_(options),
-      first_cap_bytes_(mib_to_bytes(options.first_bucket_mb, "first_bucket_mb")),
-      cap_bytes_(mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb")) {
+      caps_bytes_(caps_in_bytes(options)) {
   TORCH_CHECK(module_, kComponent, " needs a module");
   TORCH_CHECK(comm_, kComponent, " needs a Communicator");
   std::vector<std::pair<std::string, torch::Tensor>> named_params, named_buffers;
@@ -76,7 +85,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
   // Gradients of the last layers are ready first.
   std::vector<size_t> order(params_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
-  const auto plan = grad::detail::plan_buckets(param_tensors, order, first_cap_bytes_, cap_bytes_);
+  const auto plan = grad::detail::plan_buckets(param_tensors, order, caps_bytes_);
   build_buckets(plan);
   hook_ = make_comm_hook(options_, comm_);
 
@@ -87,6 +96,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
       options_.python_front_end ? "find_unused_parameters" : "DdpOptions::find_unused_parameters";
   engine_options.python_literals = options_.python_front_end;
   engine_options.missing_gradient_error_at_next_forward = options_.python_front_end;
+  engine_options.sync_only_after_forward = options_.python_front_end;
   engine_options.static_graph = options_.static_graph;
   engine_options.one_backward_per_forward = true;
   engine_ = std::make_unique<grad::GradientEngine>(std::move(engine_params), plan, *this, comm_, engine_options);

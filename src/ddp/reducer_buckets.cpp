@@ -118,7 +118,7 @@ bool GradientReducer::Impl::rebuild_in_arrival_order(const std::vector<size_t>& 
     new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
     tensors.push_back(params_[k].tensor);
   }
-  auto plan = grad::detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
+  auto plan = grad::detail::plan_buckets(tensors, new_order, caps_bytes_);
   std::vector<std::vector<size_t>> current;
   for (const auto& b : buckets_) current.push_back(b.members);
   if (plan == current) return false;

@@ -66,7 +66,7 @@ class GradientReducer::Impl final : public grad::GradientSink {
   std::shared_ptr<torch::nn::Module> module_;
   std::shared_ptr<comm::Communicator> comm_;
   DdpOptions options_;
-  int64_t first_cap_bytes_, cap_bytes_;
+  std::vector<int64_t> caps_bytes_;  // per bucket (the last repeats): DdpOptions' caps in bytes
   std::vector<Param> params_;
   std::vector<torch::Tensor> buffers_;
   std::vector<Bucket> buckets_;

@@ -125,6 +125,7 @@ void GradientEngine::begin_forward() {
   }
   std::fill(unreachable_.begin(), unreachable_.end(), 0);
   finished_ = false;
+  armed_ = torch::GradMode::is_enabled();
   if (!next_forward_error_.empty()) {
     const std::string message = std::move(next_forward_error_);
     next_forward_error_.clear();
@@ -201,7 +202,7 @@ void GradientEngine::group_complete(size_t g) {
 }
 
 void GradientEngine::start_backward() {
-  if (options_.one_backward_per_forward && finished_ && sync_) {
+  if (options_.one_backward_per_forward && !options_.sync_only_after_forward && finished_ && sync_) {
     // No collective is pending and every rank runs the same program: safe to throw here.
     C10_THROW_ERROR(Error, 
         options_.component +
@@ -210,7 +211,7 @@ void GradientEngine::start_backward() {
         "Sum the losses and call backward once, or run the earlier backward passes under no_sync()");
   }
   in_backward_ = true;
-  synchronised_ = sync_;
+  synchronised_ = sync_ && (armed_ || !options_.sync_only_after_forward);
   first_ready_ = Clock::now();
   torch::autograd::Engine::get_default_engine().queue_callback([this] {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -296,10 +297,10 @@ void GradientEngine::on_static_gradient(size_t index) {
 
 // REQUIRES: mutex_ is held. static_graph after the first backward: each
 // parameter's count must be the first backward's.
-void GradientEngine::check_static_counts(int rank) {
-  std::string missing;
+void GradientEngine::check_static_counts() {
+  std::vector<size_t> missing;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (hooks_seen_[i] < expected_hooks_[i]) missing += (missing.empty() ? "" : ", ") + params_[i].name;
+    if (hooks_seen_[i] < expected_hooks_[i]) missing.push_back(i);
   }
   if (missing.empty() || !next_forward_error_.empty()) return;
   next_forward_error_ =
@@ -307,7 +308,7 @@ void GradientEngine::check_static_counts(int rank) {
       ": Expected to have finished reduction in the prior iteration before starting a new one. This error "
       "indicates that your training graph has changed in this iteration, e.g., one parameter is used in first "
       "iteration, but then got unused in the second iteration. this is not compatible with static_graph set to "
-      "True.\nParameter indices which did not receive grad for rank " + std::to_string(rank) + ": " + missing;
+      "True.\n" + missing_lines(missing, {});
 }
 
 // REQUIRES: mutex_ is held.
@@ -325,6 +326,7 @@ void GradientEngine::finish_synchronised() {
       std::fill(self->unreachable_.begin(), self->unreachable_.end(), 0);
       self->error_.clear();
       self->finished_ = true;
+      self->armed_ = false;
       self->synchronised_once_ = true;
     }
   } end{this};
@@ -350,7 +352,7 @@ void GradientEngine::finish_synchronised() {
   stats_.exposed_comm_s = seconds_between(wait_start, Clock::now());
   if (options_.static_graph) {
     if (static_learned_) {
-      check_static_counts(comm_->rank());
+      check_static_counts();
     } else {
       expected_hooks_ = hooks_seen_;
       static_learned_ = true;
@@ -400,7 +402,7 @@ void GradientEngine::check_missing(const std::vector<int>& status) {
   const size_t n = params_.size();
   const int world = comm_->size();
   const int active = world - status[n + world];
-  std::string missing_here;
+  std::vector<size_t> missing_here, missing_elsewhere;
   for (size_t i = 0; i < n; ++i) {
     const int c = status[i];
     if (c >= active) continue;
@@ -416,17 +418,40 @@ void GradientEngine::check_missing(const std::vector<int>& status) {
                                  "). If the model's forward may leave parameters out of the loss, set " +
                                  option_set_to(true) + "; otherwise make every parameter take part");
     }
-    missing_here += (missing_here.empty() ? "" : ", ") + params_[i].name + " (none on " + count + ")";
+    (used_[i] ? missing_elsewhere : missing_here).push_back(i);
   }
-  if (missing_here.empty() || !next_forward_error_.empty()) return;
+  if ((missing_here.empty() && missing_elsewhere.empty()) || !next_forward_error_.empty()) return;
   next_forward_error_ =
       options_.component +
       ": Expected to have finished reduction in the prior iteration before starting a new one. This error "
       "indicates that your module has parameters that were not used in producing loss. You can enable unused "
       "parameter detection by passing the keyword argument `" + option_set_to(true) +
       "` to `DistributedDataParallel`, and by making sure all `forward` function outputs participate in "
-      "calculating loss. Parameters which did not receive grad for rank " + std::to_string(comm_->rank()) +
-      ": " + missing_here;
+      "calculating loss.\n" + missing_lines(missing_here, missing_elsewhere);
+}
+
+std::string GradientEngine::missing_lines(const std::vector<size_t>& here, const std::vector<size_t>& elsewhere) const {
+  const std::string rank = std::to_string(comm_->rank());
+  auto names = [&](const std::vector<size_t>& list) {
+    std::string out;
+    for (size_t i : list) out += (out.empty() ? "" : ", ") + params_[i].name;
+    return out;
+  };
+  auto indices = [](const std::vector<size_t>& list) {
+    std::string out;
+    for (size_t i : list) out += (out.empty() ? "" : " ") + std::to_string(i);
+    return out;
+  };
+  std::string text;
+  if (!here.empty()) {
+    text = "Parameter indices which did not receive grad for rank " + rank + ": " + indices(here) +
+           "\nParameters which did not receive grad for rank " + rank + ": " + names(here);
+  }
+  if (!elsewhere.empty()) {
+    text += std::string(text.empty() ? "" : "\n") + "Parameters this rank has a gradient for but another rank has not: " +
+            names(elsewhere);
+  }
+  return text;
 }
 
 void GradientEngine::shadow_backward() {

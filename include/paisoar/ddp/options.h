@@ -36,6 +36,9 @@ struct DdpOptions {
   double bucket_cap_mb = 25.0;
   // ... except the first one, kept small so communication starts early.
   double first_bucket_mb = 1.0;
+  // Instead of the two above, a cap per bucket (torch's bucket_cap_mb_list):
+  // bucket k of a dtype/device holds about bucket_caps_mb[min(k, n - 1)] MiB.
+  std::vector<double> bucket_caps_mb;
   // Start a bucket's allreduce during backward as soon as all its gradients
   // are ready. false: all buckets after backward (a baseline to compare with).
   bool overlap = true;

@@ -45,6 +45,11 @@ struct EngineOptions {
   // One synchronised backward per forward (DDP): a second one before
   // begin_forward() is an error, since its gradients would not be averaged.
   bool one_backward_per_forward = false;
+  // torch's DDP instead: a backward averages only when a forward with grad
+  // enabled (begin_forward) ran since the last synchronised one; any other
+  // backward (a second one, or one of a nested wrapper's forward) only
+  // accumulates, as torch's reducer ignores hooks it does not expect.
+  bool sync_only_after_forward = false;
   // The graph is the same every iteration (torch's static_graph): the first
   // synchronised backward launches every group at its end and learns how many
   // gradients each parameter gets per backward (0: unused, 2: used twice, as
@@ -123,7 +128,9 @@ class GradientEngine {
   void mark_ready(size_t index);
   void group_complete(size_t group);  // tells the sink, by the running backward's mode
   void on_static_gradient(size_t index);
-  void check_static_counts(int rank);
+  void check_static_counts();
+  // The names and indices of the parameters that got no gradient here, and of those only other ranks missed.
+  std::string missing_lines(const std::vector<size_t>& here, const std::vector<size_t>& elsewhere) const;
   void finish_synchronised();
   // The end-of-backward agreement (launched after the sink's collectives,
   // waited after them): every rank's counts of used parameters, error flags
@@ -148,6 +155,7 @@ class GradientEngine {
   bool in_backward_ = false;     // a backward's first hook ran, its callback not yet
   bool synchronised_ = false;    // the running backward averages (sync_ when it started)
   bool finished_ = false;        // a synchronised backward ended since begin_forward()
+  bool armed_ = false;           // sync_only_after_forward: a forward with grad enabled since then
   std::vector<char> ready_;      // gradient in (or known missing) in this backward
   std::vector<char> unreachable_;
   std::vector<char> used_;       // a gradient since the last synchronised backward (local ones too)

@@ -134,16 +134,13 @@ class Worker:
 
 
 def run_tests(ddp, tests, jobs, log_dir, base_timeout_s):
-    """{test: result} for `tests` with `ddp`'s DDP, on `jobs` workers, `base_timeout_s` a test (or
-    torch's own longer limit for it)."""
-    import harness
+    """{test: result} for `tests` with `ddp`'s DDP, on `jobs` workers, `base_timeout_s` a test."""
 
     def timeout_s(test):
-        return max(base_timeout_s, harness.timeout_of(test))
+        return base_timeout_s
 
     marks = tempfile.mkdtemp(prefix=f"torch-ddp-suite-{ddp}-")
-    # The tests with long limits first, so that they do not finish last.
-    pending, results, workers = sorted(tests, key=lambda t: -timeout_s(t)), {}, []
+    pending, results, workers = list(tests), {}, []
     selector = selectors.DefaultSelector()
 
     def start(index):
