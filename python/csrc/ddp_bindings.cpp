@@ -59,6 +59,9 @@ void bind_ddp(py::module_& m) {
              options.static_graph = static_graph;
              options.bucket_caps_mb = bucket_caps_mb;
              options.python_front_end = true;
+             // Flat averaging (ranks_per_node is 0 here): no collective to agree on a hierarchy,
+             // so that init_sync=False (an unpickled model, on one rank) builds without peers.
+             options.hierarchical = false;
              auto out = std::make_unique<PythonReducer>();
              out->mirror = mirror_module(parameter_names, parameters, buffer_names, buffers);
              out->comm = comm;

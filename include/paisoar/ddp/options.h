@@ -52,7 +52,8 @@ struct DdpOptions {
   bool broadcast_buffers = true;
   // At construction (collective): check every rank holds the same parameters
   // and buffers and copy rank 0's to the others. false: neither (torch's
-  // init_sync=False; a model unpickled on every rank).
+  // init_sync=False; a model unpickled on every rank). The hierarchical
+  // hook's choice stays collective: set hierarchical = false to build alone.
   bool init_sync = true;
   // Gradients live in the buckets: each parameter's .grad is a view of its
   // slice (no copies). false: .grad stays the tensor autograd made; the bucket

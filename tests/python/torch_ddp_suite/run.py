@@ -208,7 +208,8 @@ def compare(torch_results, paisoar_results, excluded):
 
 def report(verdict, torch_results, paisoar_results, excluded):
     n = len(verdict["passed_torch"])
-    print(f"\ntorch's DDP suite (distributed_test.py, gloo, 2 ranks, CPU): {len(torch_results)} tests build a DDP")
+    print(f"\ntorch's DDP suite (distributed_test.py, gloo, 2 ranks, CPU): {len(torch_results)} tests whose code "
+          "builds a DDP")
     print(f"passed with torch's DDP:   {n}")
     print(f"passed with paisoar's DDP: {len(verdict['passed_paisoar'])} of those {n}")
     print(f"excluded (they read torch's internals; docs/PYTHON.md): {len(verdict['excluded_failing'])}")
