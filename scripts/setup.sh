@@ -17,7 +17,9 @@ minimal=0
 # cmake/torch_version.cmake (the supported range).
 TORCH_PIN="torch==2.14.1"
 TORCHVISION_PIN="torchvision==0.29.1"
-PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools mypy)  # mypy: tests/python/test_typing.py
+# mypy: tests/python/test_typing.py; expecttest: torch.testing._internal imports it
+# (torch's own DDP tests, tests/python/torch_ddp_suite)
+PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools mypy expecttest)
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config

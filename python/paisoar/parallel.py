@@ -1,145 +1,339 @@
 """DistributedDataParallel: torch.nn.parallel.DistributedDataParallel's
 constructor and behaviour, with paisoar's C++ gradient engine underneath:
 gradients averaged in buckets launched during backward (overlapped with it),
-buckets rebuilt in arrival order after the first step, no_sync() for
-accumulation, and gradient compression (fp16, bf16, int8, PowerSGD). It runs
-over the process group the script created with init_process_group (gloo for
-CPU models, nccl for CUDA ones), or paisoar's own group (shared memory
-between the ranks of one host, Gloo across hosts) when there is none."""
+buckets rebuilt in arrival order after the first step, no_sync() and
+require_backward_grad_sync for accumulation, join() for uneven inputs,
+torch's communication hooks, and paisoar's own gradient compression (fp16,
+bf16, int8, PowerSGD). It runs over the process group the script created
+with init_process_group, or paisoar's own group (shared memory between the
+ranks of one host, Gloo across hosts) when there is none."""
 import contextlib
+import inspect
 
 import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join, Joinable
 
-from . import _comm, amp
+from . import _comm, _ddp_arguments as arguments, amp
+from ._ddp_join import DDPJoinHook
 from ._native import _C
-
-_COMPRESSIONS = ("none", "fp16", "bf16", "int8", "powersgd")
 
 
 def _tensors_in(output):
-    """The tensors of a forward's output (tensors, lists, tuples, dicts)."""
-    if isinstance(output, torch.Tensor):
-        return [output]
-    if isinstance(output, (list, tuple)):
-        return [t for item in output for t in _tensors_in(item)]
-    if isinstance(output, dict):
-        return [t for item in output.values() for t in _tensors_in(item)]
-    return []
+    """The tensors of a forward's output, found as torch's DDP finds them."""
+    return list(torch.nn.parallel.distributed._find_tensors(output))
 
 
-def _check_devices(module, params, device_ids, process_group):
-    devices = {p.device for p in params}
-    if len(devices) > 1:
-        raise ValueError(f"DistributedDataParallel: the module's parameters are on several devices "
-                         f"({sorted(map(str, devices))}); move the whole module to one device first")
-    device = next(iter(devices))
-    if device_ids is not None and device.type == "cpu":
-        raise ValueError("DistributedDataParallel: device_ids must be None for a module on the CPU "
-                         f"(got {device_ids}); pass device_ids only for a CUDA module")
-    if not _comm.serves_device(process_group, device.type):
-        wants = {"cpu": "gloo", "cuda": "nccl"}.get(device.type, "a backend for it")
-        raise ValueError(f"DistributedDataParallel: the module is on {device}, but the process group "
-                         f"(backend '{_comm.process_group_backend(process_group)}') has no backend for "
-                         f"{device.type}; call torch.distributed.init_process_group(backend='{wants}') "
-                         "(or 'cpu:gloo,cuda:nccl'), or move the module to the device its backend serves")
-    return device
-
-
-class DistributedDataParallel(torch.nn.Module):
+class DistributedDataParallel(torch.nn.Module, Joinable):
     """Wraps `module` so that backward averages its gradients over the ranks.
 
-    Collective: every rank constructs it with the same model; rank 0's
-    parameters and buffers are copied to the others, and a model that differs
-    (names, shapes, dtypes) raises on every rank, naming the first difference.
+    torch's arguments, in torch's order, mean what they mean in torch; those
+    paisoar cannot honour raise NotImplementedError naming the argument.
+    Collective: every rank constructs it with the same model; with init_sync
+    rank 0's parameters (and buffers) are copied to the others, and a model
+    that differs (names, shapes, dtypes) raises on every rank.
 
-    paisoar's own arguments: `gradient_compression` ('fp16', 'bf16', 'int8',
-    'powersgd' or None), `first_bucket_mb` (the first bucket, kept small so
-    communication starts early), `overlap` (False: all buckets after backward),
+    paisoar's own keyword arguments: `gradient_compression` ('fp16', 'bf16',
+    'int8', 'powersgd' or None), `first_bucket_mb` (the first, small bucket;
+    default torch's rule), `overlap` (False: every bucket after backward),
     `powersgd_rank`, `error_feedback`."""
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
-                 process_group=None, bucket_cap_mb=25, find_unused_parameters=False,
-                 gradient_as_bucket_view=True, static_graph=False, gradient_compression=None,
-                 first_bucket_mb=1.0, overlap=True, powersgd_rank=4, error_feedback=True):
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=None,
+                 init_sync=True, process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
+                 check_reduction=False, gradient_as_bucket_view=False, static_graph=False,
+                 delay_all_reduce_named_params=None, param_to_hook_all_reduce=None, mixed_precision=None,
+                 device_mesh=None, skip_all_reduce_unused_params=False, bucket_cap_mb_list=None,
+                 batched_grad_copy=False, forward_sync_buffers=None, *, gradient_compression=None,
+                 first_bucket_mb=None, overlap=True, powersgd_rank=4, error_feedback=True):
         super().__init__()
+        Joinable.__init__(self)
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"DistributedDataParallel wraps a torch.nn.Module, got {type(module).__name__}")
-        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-        if not named:
-            raise ValueError("DistributedDataParallel: the module has no parameter that requires grad, "
-                             "so there is nothing to average; wrap the module that holds the trained "
-                             "parameters (or set requires_grad on them)")
-        compression = (gradient_compression or "none").lower()
-        if compression not in _COMPRESSIONS:
-            raise ValueError(f"DistributedDataParallel: gradient_compression={gradient_compression!r}; "
-                             f"use one of {', '.join(repr(c) for c in _COMPRESSIONS)} or None")
-        device = _check_devices(module, [p for _, p in named], device_ids, process_group)
-        amp.note_model_device(device)
+        arguments.check_unsupported(delay_all_reduce_named_params, param_to_hook_all_reduce, mixed_precision,
+                                    skip_all_reduce_unused_params, batched_grad_copy)
+        group = arguments.process_group_of(process_group, device_mesh)
+        if device_mesh is not None:
+            self.device_mesh = device_mesh
+        self.parameters_to_ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
+        self._module_parameters = [p for n, p in module.named_parameters() if n not in self.parameters_to_ignore]
+        if not any(p.requires_grad for p in self._module_parameters):
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        self.device, self.device_ids, self.output_device = arguments.devices_of(
+            self._module_parameters, device_ids, output_device, group)
+        self.device_type = self.device.type
+        amp.note_model_device(self.device)
+        if check_reduction:
+            import warnings
+            warnings.warn("The `check_reduction` argument in `DistributedDataParallel` module is deprecated. "
+                          "Please avoid using it.", FutureWarning, stacklevel=2)
+        self.forward_sync_buffers, init_sync_buffers = arguments.buffer_sync(broadcast_buffers,
+                                                                             forward_sync_buffers)
+        self.bucket_bytes_cap, self.bucket_bytes_cap_list, first_mb, cap_mb, caps_mb = arguments.bucket_caps(
+            bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb)
         self.module = module
-        self.device_ids = device_ids
-        self.output_device = output_device
-        self.process_group = process_group
-        self._options = dict(bucket_cap_mb=float(bucket_cap_mb), first_bucket_mb=float(first_bucket_mb),
-                             overlap=bool(overlap), rebuild_buckets=True,
-                             find_unused_parameters=bool(find_unused_parameters),
-                             broadcast_buffers=bool(broadcast_buffers), compression=compression,
+        self.dim = dim  # as in torch, read only by scatter() and gather()
+        self.process_group = group
+        self.find_unused_parameters = bool(find_unused_parameters)
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
+        self.static_graph = bool(static_graph)
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self._divide_by_initial_world_size = True
+        self._comm_hook = None
+        self._options = dict(bucket_cap_mb=cap_mb, first_bucket_mb=first_mb, overlap=bool(overlap),
+                             rebuild_buckets=True, find_unused_parameters=self.find_unused_parameters,
+                             broadcast_buffers=False, compression=arguments.compression_of(gradient_compression),
                              powersgd_rank=int(powersgd_rank), error_feedback=bool(error_feedback),
-                             ranks_per_node=0)
-        self._comm = _comm.communicator(process_group)
-        self._reducer = self._make_reducer()
+                             ranks_per_node=0, gradient_as_bucket_view=self.gradient_as_bucket_view,
+                             static_graph=self.static_graph, bucket_caps_mb=caps_mb)
+        self._comm = _comm.communicator(group)
+        self._reducer = self._make_reducer(init_sync=bool(init_sync), sync_buffers=init_sync_buffers)
 
-    def _make_reducer(self):
-        params = list(self.module.named_parameters())
-        buffers = list(self.module.named_buffers())
-        return _C.GradientReducer([n for n, _ in params], [p for _, p in params],
+    # --- parameters and buffers DDP owns (torch's ignore list left out) -------
+
+    def _ddp_parameters(self):
+        return [p for n, p in self.module.named_parameters() if n not in self.parameters_to_ignore]
+
+    def _ddp_buffers(self):
+        return [b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore]
+
+    def _make_reducer(self, init_sync, sync_buffers):
+        named = [(n, p) for n, p in self.module.named_parameters() if n not in self.parameters_to_ignore]
+        buffers = [(n, b) for n, b in self.module.named_buffers()
+                   if n not in self.parameters_to_ignore] if init_sync and sync_buffers else []
+        return _C.GradientReducer([n for n, _ in named], [p for _, p in named],
                                   [n for n, _ in buffers], [b for _, b in buffers],
-                                  comm=self._comm, **self._options)
+                                  comm=self._comm, init_sync=init_sync, **self._options)
+
+    # --- forward ---------------------------------------------------------------
 
     def forward(self, *inputs, **kwargs):
-        self._reducer.pre_forward()
-        output = self.module(*inputs, **kwargs)
-        if torch.is_grad_enabled() and self._options["find_unused_parameters"]:
-            self._reducer.post_forward(_tensors_in(output))
+        with torch.autograd.profiler.record_function("DistributedDataParallel.forward"):
+            inputs, kwargs = self._pre_forward(*inputs, **kwargs)
+            return self._post_forward(self.module(*inputs, **kwargs))
+
+    def _pre_forward(self, *inputs, **kwargs):
+        grad_sync = torch.is_grad_enabled() and self.require_backward_grad_sync
+        if torch.is_grad_enabled():
+            self._reducer.set_sync(grad_sync)
+        self._reducer.pre_forward()  # raises what the last backward left for this forward
+        work = Join.notify_join_context(self)
+        if work is not None:
+            work.wait()
+            active = int(work.result()[0].item())
+            self._reducer.set_gradient_divisor(self._comm.size if self._divide_by_initial_world_size else active)
+        if self._will_sync_buffers() and self._buffer_hook_at("pre"):
+            self._sync_buffers()
+        if self._join_config.enable:
+            self._vote_backward_sync(joined=False)
+        if self.device_ids:
+            from torch.distributed.utils import _to_kwargs
+            moved, moved_kwargs = _to_kwargs(inputs, kwargs, torch.device(self.device_type, self.device_ids[0]),
+                                             True)
+            return moved[0], moved_kwargs[0]
+        return inputs, kwargs
+
+    def _post_forward(self, output):
+        if self._will_sync_buffers() and self._buffer_hook_at("post"):
+            self._sync_buffers()
+        if torch.is_grad_enabled() and self.require_backward_grad_sync:
+            self.require_forward_param_sync = True
+            if self.find_unused_parameters and not self.static_graph:
+                self._reducer.post_forward(_tensors_in(output))
+        else:
+            self.require_forward_param_sync = False
         return output
+
+    # --- buffers ----------------------------------------------------------------
+
+    def will_sync_module_buffers(self):
+        return self._will_sync_buffers()
+
+    def _will_sync_buffers(self):
+        return self.require_forward_param_sync and self.forward_sync_buffers and bool(self._ddp_buffers())
+
+    def _buffer_hook_at(self, where):
+        hook = getattr(self, "buffer_hook", None)
+        if hook is None:
+            return where == "pre"
+        pre = hook.buffer_comm_hook_location == torch.nn.parallel.distributed._BufferCommHookLocation.PRE_FORWARD
+        return pre == (where == "pre")
+
+    def _sync_buffers(self):
+        """The module's buffers as they are now (reassigned ones too) from the authoritative rank."""
+        hook = getattr(self, "buffer_hook", None)
+        if hook is not None:
+            named = {n: b for n, b in self.module.named_buffers() if n not in self.parameters_to_ignore}
+            futures = hook.buffer_comm_hook(hook.buffer_comm_hook_state, named)
+            if futures is not None:
+                torch.futures.wait_all(futures)
+            return
+        self._sync_buffers_from(self._common_rank(candidate=True) if self._join_config.enable else 0)
+
+    def _sync_buffers_from(self, root):
+        buffers = self._ddp_buffers()
+        with torch.no_grad(), torch.autograd._unsafe_preserve_version_counter(tuple(buffers)):
+            self._reducer.broadcast(buffers, root)
+
+    def _register_buffer_comm_hook(self, state, hook, comm_hook_location=None):
+        """torch's private hook for buffers: hook(state, {name: buffer}) instead of the broadcast."""
+        location = comm_hook_location or torch.nn.parallel.distributed._BufferCommHookLocation.POST_FORWARD
+        if not callable(hook):
+            raise AssertionError(f"hook must be callable, got {type(hook).__name__}")
+        self.buffer_hook = torch.nn.parallel.distributed._BufferCommHook(
+            buffer_comm_hook=hook, buffer_comm_hook_state=state, buffer_comm_hook_location=location)
+
+    # --- gradient accumulation ----------------------------------------------------
 
     @contextlib.contextmanager
     def no_sync(self):
-        """Backward inside accumulates gradients locally; the first backward
-        after it averages the accumulated sum."""
-        was = self._reducer.sync
-        self._reducer.set_sync(False)
+        """Forward and backward inside accumulate gradients locally; the first
+        forward-backward after it averages the accumulated sum. As in torch, it
+        sets require_backward_grad_sync, which a script may also set itself."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
         try:
             yield
         finally:
-            self._reducer.set_sync(was)
+            self.require_backward_grad_sync = old
+
+    # --- torch's static graph and ignored parameters --------------------------------
+
+    def _set_static_graph(self):
+        if self.static_graph:
+            import warnings
+            warnings.warn("You've set static_graph to be True, no need to set it again.")
+            return
+        self._reducer.set_static_graph()
+        self.static_graph = True
+        self._options["static_graph"] = True
+
+    @staticmethod
+    def _set_params_and_buffers_to_ignore_for_model(module, params_and_buffers_to_ignore):
+        """torch's way to leave parameters and buffers out of DDP (fully qualified names)."""
+        module._ddp_params_and_buffers_to_ignore = params_and_buffers_to_ignore
+        for name, param in module.named_parameters():
+            if name in params_and_buffers_to_ignore:
+                param._ddp_ignored = True
+        for name, buffer in module.named_buffers():
+            if name in params_and_buffers_to_ignore:
+                buffer._ddp_ignored = True
+
+    @staticmethod
+    def _get_data_parallel_params(module, named_params=False):
+        for param in module.parameters() if not named_params else module.named_parameters():
+            if not hasattr(param, "_ddp_ignored"):
+                yield param
+
+    # --- communication hooks ----------------------------------------------------------
 
     def register_comm_hook(self, state, hook):
-        """torch's built-in compression hooks, run as paisoar's C++ hooks:
-        default_hooks.fp16_compress_hook / bf16_compress_hook and
-        powerSGD_hook.powerSGD_hook (its state's matrix_approximation_rank).
-        Call it before the first forward, as in PyTorch."""
-        name = getattr(hook, "__name__", repr(hook))
-        mapping = {"fp16_compress_hook": "fp16", "bf16_compress_hook": "bf16",
-                   "powerSGD_hook": "powersgd", "allreduce_hook": "none"}
-        if name not in mapping:
-            raise NotImplementedError(
-                f"register_comm_hook({name}): paisoar runs its hooks in C++; pass one of torch's "
-                "fp16_compress_hook, bf16_compress_hook, powerSGD_hook or allreduce_hook, or use "
-                "gradient_compression='fp16'|'bf16'|'int8'|'powersgd'")
-        self._options["compression"] = mapping[name]
-        if name == "powerSGD_hook":
-            # The rank and error feedback are read; paisoar's PowerSGD always
-            # warm-starts and compresses from the first step (torch's
-            # start_powerSGD_iter allreduces plainly until then).
-            self._options["powersgd_rank"] = int(state.matrix_approximation_rank)
-            self._options["error_feedback"] = bool(state.use_error_feedback)
-        self._reducer.set_compression(self._options["compression"], self._options["powersgd_rank"],
-                                      self._options["error_feedback"])
+        """torch's contract: hook(state, bucket: dist.GradBucket) -> Future[Tensor] runs once per
+        bucket during backward (over torch's process group, as the hook chooses); the
+        bucket is not divided by the world size; the future's tensor becomes its gradients.
+        Once per DDP, before the first backward."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        sig = inspect.signature(hook)
+        if sig.parameters["bucket"].annotation not in (inspect._empty, dist.GradBucket):
+            raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+        if sig.return_annotation not in (inspect._empty, torch.futures.Future[torch.Tensor]):
+            raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not arguments.is_torch_group(self.process_group):
+            raise RuntimeError("register_comm_hook: torch's communication hooks communicate over a "
+                               "torch.distributed group, and this DDP runs over paisoar's own group; call "
+                               "torch.distributed.init_process_group first, or use paisoar's "
+                               "gradient_compression='fp16'|'bf16'|'int8'|'powersgd'")
+        self._reducer.set_torch_comm_hook(state, hook)
+        self._comm_hook = (hook, state)
+
+    # --- join (uneven inputs) --------------------------------------------------------------
+
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """torch's context manager for uneven inputs: ranks that run out of inputs shadow the
+        others' collectives until every rank has; then all take the last joiner's model."""
+        if enable and not arguments.is_torch_group(self.process_group):
+            raise RuntimeError("DistributedDataParallel.join() counts the ranks still training over a "
+                               "torch.distributed group, and this DDP runs over paisoar's own group; call "
+                               "torch.distributed.init_process_group first")
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group if self.process_group is not None else dist.group.WORLD
+
+    def _common_rank(self, candidate):
+        """The highest rank that is a candidate (torch: the authoritative copy under join)."""
+        rank = torch.tensor([self._comm.rank if candidate else -1], dtype=torch.int64)
+        self._comm.allreduce(rank, "max")
+        return int(rank.item())
+
+    def _vote_backward_sync(self, joined):
+        """Tells joined ranks whether the coming backward averages (any training rank's vote)."""
+        vote = torch.tensor([0 if joined or not self.require_backward_grad_sync else 1], dtype=torch.int32)
+        self._comm.allreduce(vote, "sum")
+        return bool(vote.item())
+
+    # --- torch's other public attributes ---------------------------------------------------
+
+    @property
+    def broadcast_buffers(self):
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value):
+        self.forward_sync_buffers = value
+
+    def scatter(self, inputs, kwargs, device_ids):
+        return torch.nn.parallel.scatter_gather.scatter_kwargs(inputs, kwargs, device_ids, dim=self.dim)
+
+    def gather(self, outputs, output_device):
+        return torch.nn.parallel.scatter_gather.gather(outputs, output_device, dim=self.dim)
+
+    def train(self, mode=True):
+        super().train(mode)
+        return self
+
+    # --- pickling: torch.save(ddp), copy.deepcopy(ddp) -------------------------------------
+
+    def __getstate__(self):
+        default = dist.group.WORLD if dist.is_available() and dist.is_initialized() else None
+        if self.process_group is not None and self.process_group != default:
+            raise RuntimeError("DDP Pickling/Unpickling are only supported when using DDP with the default "
+                               "process group. That is, when you have called init_process_group and have not "
+                               "passed process_group argument to DDP constructor")
+        state = dict(self.__dict__)
+        state["process_group"] = None
+        for runtime in ("_reducer", "_comm", "_comm_hook", "buffer_hook"):
+            state.pop(runtime, None)
+        return state
+
+    def __setstate__(self, state):
+        """Over the default group (or paisoar's own), without the construction's collectives."""
+        super().__setstate__(state)
+        self.__dict__.setdefault("require_forward_param_sync", True)
+        self.__dict__.setdefault("require_backward_grad_sync", True)
+        self._comm_hook = None
+        self._comm = _comm.communicator(None)
+        self._reducer = self._make_reducer(init_sync=False, sync_buffers=False)
+
+    # --- paisoar's own ---------------------------------------------------------------------
 
     def reducer_stats(self):
         """The last synchronised backward: backward_s, exposed_comm_s, bytes, buckets, rebuilt."""
         return self._reducer.last_stats()
 
     def bucket_assignment(self):
-        """Parameter indices (in named_parameters() order) of each bucket, in launch order."""
+        """Parameter indices (in named_parameters() order, ignored ones left out) of each bucket, in launch order."""
         return self._reducer.bucket_assignment()

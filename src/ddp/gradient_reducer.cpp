@@ -37,6 +37,16 @@ int64_t mib_to_bytes(double mib, const char* field) {
   return static_cast<int64_t>(mib * 1024 * 1024);
 }
 
+std::vector<int64_t> caps_in_bytes(const DdpOptions& options) {
+  if (options.bucket_caps_mb.empty()) {
+    return {mib_to_bytes(options.first_bucket_mb, "first_bucket_mb"),
+            mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb")};
+  }
+  std::vector<int64_t> caps;
+  for (double mib : options.bucket_caps_mb) caps.push_back(mib_to_bytes(mib, "bucket_caps_mb[i]"));
+  return caps;
+}
+
 }  // namespace
 
 GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
@@ -44,8 +54,7 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
     : module_(std::move(module)),
       comm_(std::move(comm)),
       options_(options),
-      first_cap_bytes_(mib_to_bytes(options.first_bucket_mb, "first_bucket_mb")),
-      cap_bytes_(mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb")) {
+      caps_bytes_(caps_in_bytes(options)) {
   TORCH_CHECK(module_, kComponent, " needs a module");
   TORCH_CHECK(comm_, kComponent, " needs a Communicator");
   std::vector<std::pair<std::string, torch::Tensor>> named_params, named_buffers;
@@ -54,8 +63,10 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
   }
   for (const auto& b : module_->named_buffers()) named_buffers.emplace_back(b.key(), b.value());
   TORCH_CHECK(!named_params.empty(), kComponent, ": the module has no parameter that requires grad");
-  grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "parameter", named_params);
-  grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "buffer", named_buffers);
+  if (options_.init_sync) {
+    grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "parameter", named_params);
+    grad::detail::check_same_tensors(*comm_, "DistributedDataParallel", "buffer", named_buffers);
+  }
 
   std::vector<torch::Tensor> param_tensors, state;
   std::vector<grad::NamedParameter> engine_params;
@@ -69,19 +80,24 @@ GradientReducer::Impl::Impl(std::shared_ptr<torch::nn::Module> module,
     buffers_.push_back(t);
     state.push_back(t);
   }
-  grad::detail::broadcast_tensors(*comm_, state, /*root=*/0);
+  if (options_.init_sync) grad::detail::broadcast_tensors(*comm_, state, /*root=*/0);
 
   // Gradients of the last layers are ready first.
   std::vector<size_t> order(params_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
-  const auto plan = grad::detail::plan_buckets(param_tensors, order, first_cap_bytes_, cap_bytes_);
+  const auto plan = grad::detail::plan_buckets(param_tensors, order, caps_bytes_);
   build_buckets(plan);
   hook_ = make_comm_hook(options_, comm_);
 
   grad::EngineOptions engine_options;
   engine_options.component = kComponent;
   engine_options.find_unused_parameters = options_.find_unused_parameters;
-  engine_options.find_unused_option = "DdpOptions::find_unused_parameters";
+  engine_options.find_unused_option =
+      options_.python_front_end ? "find_unused_parameters" : "DdpOptions::find_unused_parameters";
+  engine_options.python_literals = options_.python_front_end;
+  engine_options.missing_gradient_error_at_next_forward = options_.python_front_end;
+  engine_options.sync_only_after_forward = options_.python_front_end;
+  engine_options.static_graph = options_.static_graph;
   engine_options.one_backward_per_forward = true;
   engine_ = std::make_unique<grad::GradientEngine>(std::move(engine_params), plan, *this, comm_, engine_options);
 }
@@ -121,13 +137,33 @@ void GradientReducer::Impl::wait_all() {
   building_ = ReducerStats{};
   building_.buckets = buckets_.size();
   building_.bucket_spans.reserve(buckets_.size());
+  const double world = comm_->size();
+  const bool rescale = divisor_ > 0 && divisor_ != world && hook_->averages();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     auto& bucket = buckets_[b];
     hook_->finish(b, bucket.flat, bucket.layout);
+    if (rescale) bucket.flat.mul_(world / divisor_);
     building_.bucket_spans.push_back({b, bucket.flat.numel() * bucket.flat.element_size(),
                                       steady_seconds(bucket.launched), steady_seconds(Clock::now())});
   }
   building_.bytes = hook_->take_bytes();
+  if (!options_.gradient_as_bucket_view) copy_back_gradients();
+}
+
+void GradientReducer::Impl::shadow_launch_all() {
+  amp::autocast full_precision(autocast_off(buckets_.front().flat));
+  shadow_flats_.clear();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    shadow_flats_.push_back(torch::zeros_like(buckets_[b].flat));
+    hook_->launch(b, shadow_flats_.back(), buckets_[b].layout);
+  }
+}
+
+void GradientReducer::Impl::shadow_wait_all() {
+  amp::autocast full_precision(autocast_off(buckets_.front().flat));
+  for (size_t b = 0; b < shadow_flats_.size(); ++b) hook_->finish(b, shadow_flats_[b], buckets_[b].layout);
+  shadow_flats_.clear();
+  hook_->take_bytes();
 }
 
 void GradientReducer::Impl::drain() noexcept {
@@ -181,6 +217,19 @@ void GradientReducer::set_comm_hook(std::unique_ptr<CommHook> hook) {
   TORCH_CHECK(hook, "set_comm_hook: the hook is null");
   TORCH_CHECK(!impl_->engine_->in_backward(), "set_comm_hook: called during backward; call it between steps");
   impl_->hook_ = std::move(hook);
+}
+
+void GradientReducer::set_static_graph() { impl_->engine_->set_static_graph("_set_static_graph()"); }
+
+void GradientReducer::shadow_backward() { impl_->engine_->shadow_backward(); }
+
+void GradientReducer::set_gradient_divisor(double divisor) {
+  TORCH_CHECK(divisor > 0, kComponent, ": the gradient divisor must be > 0, got ", divisor);
+  impl_->divisor_ = divisor;
+}
+
+void GradientReducer::broadcast(const std::vector<torch::Tensor>& tensors, int root) const {
+  grad::detail::broadcast_tensors(*impl_->comm_, tensors, root);
 }
 
 const ReducerStats& GradientReducer::last_stats() const { return impl_->stats_; }

@@ -29,12 +29,15 @@ void GradientReducer::Impl::build_buckets(const std::vector<std::vector<size_t>>
     }
     const auto& first = params_[bucket.members.front()].tensor;
     bucket.flat = torch::zeros({total}, first.options().requires_grad(false));
+    bucket.layout.bucket_count = plan.size();
     for (size_t k = 0; k < bucket.members.size(); ++k) {
       auto& p = params_[bucket.members[k]];
       p.bucket = b;
       p.offset = bucket.layout.offsets[k];
+      bucket.layout.parameters.push_back(p.tensor);
       const torch::Tensor& g = p.tensor.grad();
-      if (!g.defined()) continue;  // stays undefined until backward produces one
+      // Undefined: stays so until backward produces one. Not a view: .grad stays autograd's.
+      if (!g.defined() || !options_.gradient_as_bucket_view) continue;
       bucket.flat.narrow(0, p.offset, p.tensor.numel()).copy_(g.reshape({-1}));
       p.tensor.mutable_grad() = paisoar::detail::storage_alias(bucket.flat, p.offset, p.tensor.sizes());
     }
@@ -47,7 +50,7 @@ bool GradientReducer::Impl::adopt(size_t i) {
   auto& p = params_[i];
   const auto& flat = buckets_[p.bucket].flat;
   const torch::Tensor& g = p.tensor.grad();
-  if (paisoar::detail::starts_at(g, flat, p.offset)) return false;
+  if (options_.gradient_as_bucket_view && paisoar::detail::starts_at(g, flat, p.offset)) return false;
   if (g.defined() && g.scalar_type() != flat.scalar_type()) {
     C10_THROW_ERROR(Error, "DistributedDataParallel: parameter '" + p.name +
                              "' has a gradient of dtype " + c10::toString(g.scalar_type()) +
@@ -62,8 +65,22 @@ bool GradientReducer::Impl::adopt(size_t i) {
   } else {
     slice.copy_(g.reshape({-1}));
   }
-  p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
+  if (options_.gradient_as_bucket_view) {
+    p.tensor.mutable_grad() = paisoar::detail::storage_alias(flat, p.offset, p.tensor.sizes());
+  }
   return created;
+}
+
+void GradientReducer::Impl::copy_back_gradients() {
+  torch::NoGradGuard no_grad;
+  for (auto& p : params_) {
+    const auto slice = buckets_[p.bucket].flat.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes());
+    if (p.tensor.grad().defined()) {
+      p.tensor.mutable_grad().copy_(slice);
+    } else {
+      p.tensor.mutable_grad() = slice.clone();
+    }
+  }
 }
 
 void GradientReducer::Impl::check_parameters_unchanged() const {
@@ -101,13 +118,15 @@ bool GradientReducer::Impl::rebuild_in_arrival_order(const std::vector<size_t>& 
     new_order[k] = static_cast<size_t>(shared[k].item<int64_t>());
     tensors.push_back(params_[k].tensor);
   }
-  auto plan = grad::detail::plan_buckets(tensors, new_order, first_cap_bytes_, cap_bytes_);
+  auto plan = grad::detail::plan_buckets(tensors, new_order, caps_bytes_);
   std::vector<std::vector<size_t>> current;
   for (const auto& b : buckets_) current.push_back(b.members);
   if (plan == current) return false;
   // Gradients keep their (averaged) values: build_buckets copies them over.
   for (auto& p : params_) {
-    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = p.tensor.grad().clone();
+    if (options_.gradient_as_bucket_view && p.tensor.grad().defined()) {
+      p.tensor.mutable_grad() = p.tensor.grad().clone();
+    }
   }
   build_buckets(plan);
   engine_->set_groups(plan);

@@ -30,6 +30,8 @@ class GradientReducer::Impl final : public grad::GradientSink {
   void launch_remaining() override;
   void wait_all() override;
   void drain() noexcept override;
+  void shadow_launch_all() override;
+  void shadow_wait_all() override;
   void unused_everywhere(size_t param, bool created) override;
   void synchronised(const std::vector<size_t>& arrival) override;
   void end_backward(bool synchronised) noexcept override;
@@ -54,6 +56,8 @@ class GradientReducer::Impl final : public grad::GradientSink {
   };
 
   void build_buckets(const std::vector<std::vector<size_t>>& plan);
+  // gradient_as_bucket_view off: the averaged bucket back into each .grad.
+  void copy_back_gradients();
   // Launches the ready buckets that follow the last launched one (the same
   // order on every rank).
   void launch_ready_buckets();
@@ -62,12 +66,14 @@ class GradientReducer::Impl final : public grad::GradientSink {
   std::shared_ptr<torch::nn::Module> module_;
   std::shared_ptr<comm::Communicator> comm_;
   DdpOptions options_;
-  int64_t first_cap_bytes_, cap_bytes_;
+  std::vector<int64_t> caps_bytes_;  // per bucket (the last repeats): DdpOptions' caps in bytes
   std::vector<Param> params_;
   std::vector<torch::Tensor> buffers_;
   std::vector<Bucket> buckets_;
   std::unique_ptr<CommHook> hook_;
   size_t next_bucket_ = 0;  // first bucket not launched in this backward
+  double divisor_ = 0;      // set_gradient_divisor; 0: the number of ranks
+  std::vector<torch::Tensor> shadow_flats_;  // shadow_backward's zero buckets
   bool rebuilt_ = false;
   ReducerStats stats_;      // of the last synchronised backward
   ReducerStats building_;   // of the running one

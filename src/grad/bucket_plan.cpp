@@ -2,6 +2,8 @@
 // (dtype, device), as torch's compute_bucket_assignment_by_size does.
 #include "src/grad/bucket_plan.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -12,10 +14,17 @@ namespace paisoar::grad::detail {
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
                                               const std::vector<size_t>& order,
                                               int64_t first_cap_bytes, int64_t cap_bytes) {
+  return plan_buckets(params, order, std::vector<int64_t>{first_cap_bytes, cap_bytes});
+}
+
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
+                                              const std::vector<size_t>& order,
+                                              const std::vector<int64_t>& caps_bytes) {
+  TORCH_CHECK(!caps_bytes.empty(), "plan_buckets: no bucket cap");
   struct Open {
     std::vector<size_t> members;
     int64_t bytes = 0;
-    bool first = true;  // this dtype/device has not closed a bucket yet
+    size_t closed = 0;  // buckets this dtype/device has closed so far
   };
   std::map<std::pair<int, std::string>, Open> open;
   std::vector<std::vector<size_t>> buckets;
@@ -24,11 +33,11 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& 
     auto& bucket = open[{static_cast<int>(p.scalar_type()), p.device().str()}];
     bucket.members.push_back(index);
     bucket.bytes += p.numel() * p.element_size();
-    if (bucket.bytes >= (bucket.first ? first_cap_bytes : cap_bytes)) {
+    if (bucket.bytes >= caps_bytes[std::min(bucket.closed, caps_bytes.size() - 1)]) {
       buckets.push_back(std::move(bucket.members));
       bucket.members.clear();
       bucket.bytes = 0;
-      bucket.first = false;
+      ++bucket.closed;
     }
   }
   for (auto& [key, bucket] : open) {

@@ -16,5 +16,10 @@ namespace paisoar::grad::detail {
 std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
                                               const std::vector<size_t>& order,
                                               int64_t first_cap_bytes, int64_t cap_bytes);
+// The same with a cap per bucket: the k-th bucket of a dtype/device closes at
+// caps_bytes[min(k, caps_bytes.size() - 1)] (torch's bucket_cap_mb_list).
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<torch::Tensor>& params,
+                                              const std::vector<size_t>& order,
+                                              const std::vector<int64_t>& caps_bytes);
 
 }  // namespace paisoar::grad::detail

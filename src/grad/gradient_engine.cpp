@@ -52,6 +52,8 @@ GradientEngine::GradientEngine(std::vector<NamedParameter> params, std::vector<s
   unreachable_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
   created_.assign(params_.size(), 0);
+  expected_hooks_.assign(params_.size(), 0);
+  hooks_seen_.assign(params_.size(), 0);
   set_groups(std::move(groups));
   for (size_t i = 0; i < params_.size(); ++i) {
     TORCH_CHECK(params_[i].tensor.requires_grad(), options_.component, ": parameter '", params_[i].name,
@@ -123,6 +125,28 @@ void GradientEngine::begin_forward() {
   }
   std::fill(unreachable_.begin(), unreachable_.end(), 0);
   finished_ = false;
+  armed_ = torch::GradMode::is_enabled();
+  if (!next_forward_error_.empty()) {
+    const std::string message = std::move(next_forward_error_);
+    next_forward_error_.clear();
+    C10_THROW_ERROR(Error, message);
+  }
+}
+
+void GradientEngine::set_static_graph(const std::string& caller) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (synchronised_once_ || in_backward_) {
+    C10_THROW_ERROR(Error, options_.component + ": " + caller +
+                               " should be called before training loop starts and after "
+                               "DistributedDataParallel is constructed; pass static_graph=True to the "
+                               "constructor instead");
+  }
+  options_.static_graph = true;
+}
+
+std::string GradientEngine::option_set_to(bool value) const {
+  if (options_.python_literals) return options_.find_unused_option + (value ? "=True" : "=False");
+  return options_.find_unused_option + (value ? " = true" : " = false");
 }
 
 void GradientEngine::mark_unreachable(const std::vector<torch::Tensor>& outputs) {
@@ -154,6 +178,7 @@ void GradientEngine::reset_backward() {
   in_backward_ = false;
   synchronised_ = false;
   std::fill(ready_.begin(), ready_.end(), 0);
+  std::fill(hooks_seen_.begin(), hooks_seen_.end(), 0);
   for (size_t g = 0; g < groups_.size(); ++g) pending_[g] = groups_[g].size();
   arrival_.clear();
 }
@@ -177,7 +202,7 @@ void GradientEngine::group_complete(size_t g) {
 }
 
 void GradientEngine::start_backward() {
-  if (options_.one_backward_per_forward && finished_ && sync_) {
+  if (options_.one_backward_per_forward && !options_.sync_only_after_forward && finished_ && sync_) {
     // No collective is pending and every rank runs the same program: safe to throw here.
     C10_THROW_ERROR(Error, 
         options_.component +
@@ -186,7 +211,7 @@ void GradientEngine::start_backward() {
         "Sum the losses and call backward once, or run the earlier backward passes under no_sync()");
   }
   in_backward_ = true;
-  synchronised_ = sync_;
+  synchronised_ = sync_ && (armed_ || !options_.sync_only_after_forward);
   first_ready_ = Clock::now();
   torch::autograd::Engine::get_default_engine().queue_callback([this] {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -203,7 +228,8 @@ void GradientEngine::start_backward() {
   }
   if (!synchronised_) return;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!unreachable_[i]) continue;
+    const bool static_unused = options_.static_graph && static_learned_ && expected_hooks_[i] == 0;
+    if (!unreachable_[i] && !static_unused) continue;
     try {
       if (sink_.adopt(i)) created_[i] = 1;
     } catch (const std::exception& e) {
@@ -216,7 +242,16 @@ void GradientEngine::start_backward() {
 void GradientEngine::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!in_backward_) start_backward();
-  used_[index] = 1;
+  // Autograd may hand an accumulator no gradient (an undefined one): where
+  // unused parameters are allowed that is no use, and the .grad stays as it
+  // was, as in torch's DDP; otherwise it counts as a zero gradient.
+  if (params_[index].tensor.grad().defined() || !(options_.find_unused_parameters || options_.static_graph)) {
+    used_[index] = 1;
+  }
+  if (options_.static_graph && synchronised_) {
+    on_static_gradient(index);
+    return;
+  }
   if (ready_[index]) {
     // A local pass may accumulate twice (reentrant checkpointing): the sum is right.
     if (!synchronised_) return;
@@ -239,6 +274,43 @@ void GradientEngine::on_gradient(size_t index) {
   mark_ready(index);
 }
 
+// REQUIRES: mutex_ is held. static_graph, a synchronised backward: the
+// first one only counts (every group launches at its end); later ones launch
+// a group when its parameters' counts are reached.
+void GradientEngine::on_static_gradient(size_t index) {
+  const int seen = ++hooks_seen_[index];
+  if (static_learned_ && seen > expected_hooks_[index]) {
+    record_error(options_.component + ": parameter '" + params_[index].name + "' received gradient number " +
+                 std::to_string(seen) + " in this backward, but " + std::to_string(expected_hooks_[index]) +
+                 " in the first iteration. Your training graph has changed in this iteration; this is not "
+                 "compatible with static_graph=True (use find_unused_parameters=True instead)");
+    return;
+  }
+  try {
+    if (sink_.adopt(index)) created_[index] = 1;
+  } catch (const std::exception& e) {
+    record_error(error_text(e));
+  }
+  if (seen == 1) arrival_.push_back(index);
+  if (static_learned_ && seen == expected_hooks_[index]) mark_ready(index);
+}
+
+// REQUIRES: mutex_ is held. static_graph after the first backward: each
+// parameter's count must be the first backward's.
+void GradientEngine::check_static_counts() {
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (hooks_seen_[i] < expected_hooks_[i]) missing.push_back(i);
+  }
+  if (missing.empty() || !next_forward_error_.empty()) return;
+  next_forward_error_ =
+      options_.component +
+      ": Expected to have finished reduction in the prior iteration before starting a new one. This error "
+      "indicates that your training graph has changed in this iteration, e.g., one parameter is used in first "
+      "iteration, but then got unused in the second iteration. this is not compatible with static_graph set to "
+      "True.\n" + missing_lines(missing, {});
+}
+
 // REQUIRES: mutex_ is held.
 void GradientEngine::finish_synchronised() {
   const auto callback_start = Clock::now();
@@ -254,6 +326,8 @@ void GradientEngine::finish_synchronised() {
       std::fill(self->unreachable_.begin(), self->unreachable_.end(), 0);
       self->error_.clear();
       self->finished_ = true;
+      self->armed_ = false;
+      self->synchronised_once_ = true;
     }
   } end{this};
 
@@ -273,45 +347,125 @@ void GradientEngine::finish_synchronised() {
   } catch (const std::exception& e) {
     record_error(error_text(e));
   }
+  const auto wait_start = Clock::now();
+  const std::vector<int> status = agree(/*joined=*/false);
+  stats_.exposed_comm_s = seconds_between(wait_start, Clock::now());
+  if (options_.static_graph) {
+    if (static_learned_) {
+      check_static_counts();
+    } else {
+      expected_hooks_ = hooks_seen_;
+      static_learned_ = true;
+    }
+  }
+  check_missing(status);
+  sink_.synchronised(arrival_);
+}
+
+// REQUIRES: mutex_ is held.
+std::vector<int> GradientEngine::agree(bool joined) {
   const auto n = static_cast<int64_t>(params_.size());
   const int world = comm_->size();
-  torch::Tensor status = torch::zeros({n + world}, torch::kInt32);
-  std::copy(used_.begin(), used_.end(), status.data_ptr<int>());
-  const auto device = params_.front().tensor.device();
-  const auto wait_start = Clock::now();
+  // Per parameter the ranks that produced a gradient, per rank an error
+  // flag, and the number of joined ranks.
+  torch::Tensor status = torch::zeros({n + world + 1}, torch::kInt32);
+  if (!joined) std::copy(used_.begin(), used_.end(), status.data_ptr<int>());
+  status[n + comm_->rank()] = error_.empty() ? 0 : 1;
+  status[n + world] = joined ? 1 : 0;
   // The agreement is launched after every group (Gloo pairs collectives by
   // issue order) and waited for after them. A failure while waiting (a
   // collective timed out) propagates as it is: every rank sees its own.
-  torch::Tensor sent = status;
-  sent[n + comm_->rank()] = error_.empty() ? 0 : 1;
-  sent = sent.to(device);
+  torch::Tensor sent = status.to(params_.front().tensor.device());
   comm::Work agreement = comm_->allreduce(sent, comm::ReduceOp::Sum);
-  sink_.wait_all();
+  if (joined) {
+    sink_.shadow_wait_all();
+  } else {
+    sink_.wait_all();
+  }
   agreement.wait();
-  stats_.exposed_comm_s = seconds_between(wait_start, Clock::now());
   stats_.agreement_bytes = sent.numel() * sent.element_size();
   const torch::Tensor counts = sent.cpu();
-  const int* c = counts.data_ptr<int>();
+  std::vector<int> out(counts.data_ptr<int>(), counts.data_ptr<int>() + counts.numel());
   for (int r = 0; r < world; ++r) {
-    if (c[n + r] == 0) continue;
+    if (out[n + r] == 0) continue;
     const std::string message = broadcast_text(*comm_, error_, r);
     C10_THROW_ERROR(Error, world == 1 ? message
                                         : message + " [rank " + std::to_string(r) + " of " +
                                               std::to_string(world) + "; every rank stops at this backward]");
   }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (c[i] == world) continue;
-    if (options_.find_unused_parameters) {
-      if (c[i] == 0) sink_.unused_everywhere(i, created_[i] != 0);
+  return out;
+}
+
+// REQUIRES: mutex_ is held. After the agreement: parameters some rank did
+// not produce a gradient for.
+void GradientEngine::check_missing(const std::vector<int>& status) {
+  const size_t n = params_.size();
+  const int world = comm_->size();
+  const int active = world - status[n + world];
+  std::vector<size_t> missing_here, missing_elsewhere;
+  for (size_t i = 0; i < n; ++i) {
+    const int c = status[i];
+    if (c >= active) continue;
+    if (options_.find_unused_parameters || options_.static_graph) {
+      if (c == 0) sink_.unused_everywhere(i, created_[i] != 0);
       continue;
     }
-    C10_THROW_ERROR(Error, 
-        options_.component + ": parameter '" + params_[i].name + "' received no gradient in this backward on " +
-        std::to_string(world - c[i]) + " of " + std::to_string(world) + " ranks (this rank: " +
-        (used_[i] ? "got one" : "none") + "). If the model's forward may leave parameters out of the loss, set " +
-        options_.find_unused_option + " = true; otherwise make every parameter take part");
+    const std::string count = std::to_string(active - c) + " of " + std::to_string(active) + " ranks";
+    if (!options_.missing_gradient_error_at_next_forward) {
+      C10_THROW_ERROR(Error, options_.component + ": parameter '" + params_[i].name +
+                                 "' received no gradient in this backward on " + count + " (this rank: " +
+                                 (used_[i] ? "got one" : "none") +
+                                 "). If the model's forward may leave parameters out of the loss, set " +
+                                 option_set_to(true) + "; otherwise make every parameter take part");
+    }
+    (used_[i] ? missing_elsewhere : missing_here).push_back(i);
   }
-  sink_.synchronised(arrival_);
+  if ((missing_here.empty() && missing_elsewhere.empty()) || !next_forward_error_.empty()) return;
+  next_forward_error_ =
+      options_.component +
+      ": Expected to have finished reduction in the prior iteration before starting a new one. This error "
+      "indicates that your module has parameters that were not used in producing loss. You can enable unused "
+      "parameter detection by passing the keyword argument `" + option_set_to(true) +
+      "` to `DistributedDataParallel`, and by making sure all `forward` function outputs participate in "
+      "calculating loss.\n" + missing_lines(missing_here, missing_elsewhere);
+}
+
+std::string GradientEngine::missing_lines(const std::vector<size_t>& here, const std::vector<size_t>& elsewhere) const {
+  const std::string rank = std::to_string(comm_->rank());
+  auto names = [&](const std::vector<size_t>& list) {
+    std::string out;
+    for (size_t i : list) out += (out.empty() ? "" : ", ") + params_[i].name;
+    return out;
+  };
+  auto indices = [](const std::vector<size_t>& list) {
+    std::string out;
+    for (size_t i : list) out += (out.empty() ? "" : " ") + std::to_string(i);
+    return out;
+  };
+  std::string text;
+  if (!here.empty()) {
+    text = "Parameter indices which did not receive grad for rank " + rank + ": " + indices(here) +
+           "\nParameters which did not receive grad for rank " + rank + ": " + names(here);
+  }
+  if (!elsewhere.empty()) {
+    text += std::string(text.empty() ? "" : "\n") + "Parameters this rank has a gradient for but another rank has not: " +
+            names(elsewhere);
+  }
+  return text;
+}
+
+void GradientEngine::shadow_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!in_backward_, options_.component, ": shadow_backward() during a backward");
+  error_.clear();
+  try {
+    sink_.shadow_launch_all();
+  } catch (const std::exception& e) {
+    record_error(error_text(e));
+  }
+  agree(/*joined=*/true);
+  synchronised_once_ = true;
+  sink_.synchronised({});
 }
 
 }  // namespace paisoar::grad

@@ -330,3 +330,47 @@ TEST(Ddp, ASecondBackwardAfterTheAveragingOneIsAnErrorOnEveryRank) {
 }
 
 }  // namespace
+
+// torch's default: .grad stays autograd's tensor, the bucket a copy averaged and copied back.
+TEST(Ddp, GradientsOutsideTheBucketsGiveTheSameResult) {
+  auto options = tiny_buckets();
+  options.gradient_as_bucket_view = false;
+  expect_ddp_matches_reference(2, paisoar::testing::make_mlp, plain, {6, 8}, options);
+  options.find_unused_parameters = true;
+  expect_ddp_matches_reference(2, [] { return paisoar::testing::Branchy(); }, branchy, {6, 8}, options);
+}
+
+// The first backward learns each parameter's gradient count (unused ones: 0) per rank.
+TEST(Ddp, StaticGraphGivesTheSameResult) {
+  auto options = tiny_buckets();
+  options.static_graph = true;
+  expect_ddp_matches_reference(2, paisoar::testing::make_mlp, plain, {6, 8}, options);
+  expect_ddp_matches_reference(3, [] { return paisoar::testing::Branchy(); }, branchy, {6, 8}, options);
+}
+
+// Uneven inputs: a rank with no input left issues the others' collectives
+// with zero gradients, so theirs are their own sum over the world size.
+TEST(Ddp, AJoinedRankShadowsTheOthersBackward) {
+  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    torch::manual_seed(0);
+    auto model = paisoar::testing::make_mlp();
+    torch::manual_seed(0);
+    auto alone = paisoar::testing::make_mlp();
+    DistributedDataParallel<torch::nn::Sequential> ddp(model, comm, tiny_buckets());
+    const auto x = torch::ones({4, 8}) * (rank + 1);
+    ddp(x).sum().backward();  // both ranks train: the buckets are rebuilt here
+    model->zero_grad();
+    if (rank == 0) {
+      ddp.reducer().shadow_backward();
+      for (const auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
+      return;
+    }
+    ddp(x).sum().backward();
+    alone->forward(x).sum().backward();
+    std::vector<torch::Tensor> want;
+    for (const auto& p : alone->parameters()) want.push_back(p.grad() / 2);
+    std::vector<torch::Tensor> got;
+    for (const auto& p : model->parameters()) got.push_back(p.grad());
+    expect_close(got, want, 1e-6, 1e-7);
+  });
+}

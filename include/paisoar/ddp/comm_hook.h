@@ -20,6 +20,8 @@ namespace paisoar::ddp {
 struct BucketLayout {
   std::vector<int64_t> offsets;               // element offset of each gradient
   std::vector<std::vector<int64_t>> shapes;   // its shape
+  std::vector<torch::Tensor> parameters;      // whose gradients they are
+  size_t bucket_count = 0;                    // buckets in the reducer (this one is the last when index + 1)
 };
 
 // Contract: the reducer calls launch() for buckets 0, 1, ... in the same order
@@ -34,6 +36,10 @@ class CommHook {
   virtual void finish(size_t bucket, const torch::Tensor& flat, const BucketLayout& layout) = 0;
   // The buckets were rebuilt: per-bucket state (buffers, error feedback) starts over.
   virtual void reset() {}
+  // true: finish() leaves the average over all ranks (the reducer may rescale
+  // it, e.g. by the ranks that have not joined). false: the hook decides what
+  // `flat` holds (a user's hook, as torch's register_comm_hook: no division).
+  virtual bool averages() const { return true; }
   // Bytes of tensors this rank handed to collectives since the last call.
   int64_t take_bytes() {
     int64_t b = bytes_;

@@ -58,6 +58,22 @@ class GradientReducer {
   // Replaces the per-bucket averaging (default: from options.compression).
   void set_comm_hook(std::unique_ptr<CommHook> hook);
 
+  // Turns DdpOptions::static_graph on. REQUIRES: before the first
+  // synchronised backward (else throws).
+  void set_static_graph();
+  // Uneven inputs (torch's join()): this rank has no input left; issues the
+  // collectives of one synchronised backward of the other ranks, contributing
+  // zero gradients, and leaves its own gradients alone. Collective.
+  void shadow_backward();
+  // The averaged gradients are sum / divisor (default: the number of ranks;
+  // join(divide_by_initial_world_size=False): the ranks not joined yet).
+  // Applies to hooks that average (CommHook::averages()).
+  void set_gradient_divisor(double divisor);
+  // Collective over the reducer's group: rank `root`'s values of `tensors`
+  // (e.g. the module's buffers as they are now) on every rank, one broadcast
+  // per dtype and device.
+  void broadcast(const std::vector<torch::Tensor>& tensors, int root) const;
+
   const ReducerStats& last_stats() const;
   // Parameter indices of each bucket, in launch order (for tests and tools).
   std::vector<std::vector<size_t>> bucket_assignment() const;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace paisoar::ddp {
 
@@ -35,6 +36,9 @@ struct DdpOptions {
   double bucket_cap_mb = 25.0;
   // ... except the first one, kept small so communication starts early.
   double first_bucket_mb = 1.0;
+  // Instead of the two above, a cap per bucket (torch's bucket_cap_mb_list):
+  // bucket k of a dtype/device holds about bucket_caps_mb[min(k, n - 1)] MiB.
+  std::vector<double> bucket_caps_mb;
   // Start a bucket's allreduce during backward as soon as all its gradients
   // are ready. false: all buckets after backward (a baseline to compare with).
   bool overlap = true;
@@ -46,6 +50,24 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   // Broadcast buffers (BatchNorm running statistics) from rank 0 before each forward.
   bool broadcast_buffers = true;
+  // At construction (collective): check every rank holds the same parameters
+  // and buffers and copy rank 0's to the others. false: neither (torch's
+  // init_sync=False; a model unpickled on every rank). The hierarchical
+  // hook's choice stays collective: set hierarchical = false to build alone.
+  bool init_sync = true;
+  // Gradients live in the buckets: each parameter's .grad is a view of its
+  // slice (no copies). false: .grad stays the tensor autograd made; the bucket
+  // holds a copy, and the average is copied back into .grad (torch's default).
+  bool gradient_as_bucket_view = true;
+  // The autograd graph is the same every iteration: unused parameters and
+  // parameters that get several gradients per backward (two forwards, reentrant
+  // checkpointing) are learned in the first synchronised backward
+  // (grad::EngineOptions::static_graph).
+  bool static_graph = false;
+  // Behave as torch's Python DDP where the two differ: a parameter without a
+  // gradient raises at the next forward (with torch's wording) instead of at
+  // the end of backward, and messages name Python keywords (find_unused_parameters=True).
+  bool python_front_end = false;
   CompressionOptions compression;
   // Ranks on one node (the Trainer passes RankInfo::local_world_size; 0 or 1:
   // unknown, every rank averages with all others directly).

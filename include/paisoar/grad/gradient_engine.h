@@ -39,9 +39,28 @@ struct EngineOptions {
   // error on every rank naming the parameter and `find_unused_option`.
   bool find_unused_parameters = false;
   std::string find_unused_option = "find_unused_parameters";
+  // How messages write a boolean for that option: true (C++ `= true`) or
+  // Python (`=True`, for a Python user's keyword argument).
+  bool python_literals = false;
   // One synchronised backward per forward (DDP): a second one before
   // begin_forward() is an error, since its gradients would not be averaged.
   bool one_backward_per_forward = false;
+  // torch's DDP instead: a backward averages only when a forward with grad
+  // enabled (begin_forward) ran since the last synchronised one; any other
+  // backward (a second one, or one of a nested wrapper's forward) only
+  // accumulates, as torch's reducer ignores hooks it does not expect.
+  bool sync_only_after_forward = false;
+  // The graph is the same every iteration (torch's static_graph): the first
+  // synchronised backward launches every group at its end and learns how many
+  // gradients each parameter gets per backward (0: unused, 2: used twice, as
+  // by two forwards or reentrant checkpointing); later ones launch a group
+  // when those counts are reached. A later backward that differs is an error.
+  bool static_graph = false;
+  // Parameters that got no gradient on some rank (find_unused_parameters off)
+  // raise at the next begin_forward() instead of at the end of backward, as
+  // torch's DDP does ("Expected to have finished reduction in the prior
+  // iteration"); the backward itself completes, their gradients counted as zero.
+  bool missing_gradient_error_at_next_forward = false;
 };
 
 // What the last synchronised backward cost, for the profiler.
@@ -70,8 +89,18 @@ class GradientEngine {
 
   // A new forward begins: forgets a backward that an exception interrupted
   // (after the sink drained what it launched) and allows the next
-  // synchronised backward (one_backward_per_forward).
+  // synchronised backward (one_backward_per_forward). Throws the error the
+  // last synchronised backward left for it (missing_gradient_error_at_next_forward).
   void begin_forward();
+  // Turns static_graph on. REQUIRES: no synchronised backward has run yet
+  // (else throws naming `caller`).
+  void set_static_graph(const std::string& caller);
+  // A rank that has no input left (torch's join()): the collectives of one
+  // synchronised backward of the other ranks, in their order, with no
+  // gradient of its own: the sink shadows its collectives, the agreement
+  // counts this rank as joined (so the others' parameters are not missing
+  // here), and the rebuild. Collective with the others' backward.
+  void shadow_backward();
   // With find_unused_parameters: the parameters that `outputs`' graph does
   // not reach are known missing, so their groups need not wait for them.
   void mark_unreachable(const std::vector<torch::Tensor>& outputs);
@@ -98,9 +127,20 @@ class GradientEngine {
   void start_backward();
   void mark_ready(size_t index);
   void group_complete(size_t group);  // tells the sink, by the running backward's mode
+  void on_static_gradient(size_t index);
+  void check_static_counts();
+  // The names and indices of the parameters that got no gradient here, and of those only other ranks missed.
+  std::string missing_lines(const std::vector<size_t>& here, const std::vector<size_t>& elsewhere) const;
   void finish_synchronised();
+  // The end-of-backward agreement (launched after the sink's collectives,
+  // waited after them): every rank's counts of used parameters, error flags
+  // and joined ranks. Returns the summed status; throws the lowest failing
+  // rank's message on every rank.
+  std::vector<int> agree(bool joined);
+  void check_missing(const std::vector<int>& status);
   void record_error(const std::string& message);
   void reset_backward();
+  std::string option_set_to(bool value) const;
 
   std::vector<NamedParameter> params_;
   std::vector<std::vector<size_t>> groups_;
@@ -115,6 +155,7 @@ class GradientEngine {
   bool in_backward_ = false;     // a backward's first hook ran, its callback not yet
   bool synchronised_ = false;    // the running backward averages (sync_ when it started)
   bool finished_ = false;        // a synchronised backward ended since begin_forward()
+  bool armed_ = false;           // sync_only_after_forward: a forward with grad enabled since then
   std::vector<char> ready_;      // gradient in (or known missing) in this backward
   std::vector<char> unreachable_;
   std::vector<char> used_;       // a gradient since the last synchronised backward (local ones too)
@@ -122,6 +163,13 @@ class GradientEngine {
   std::vector<size_t> pending_;  // per group, gradients not in yet
   std::vector<size_t> arrival_;  // this backward's hook order
   std::string error_;            // the first error since the last synchronised backward
+  std::string next_forward_error_;  // thrown by the next begin_forward()
+  // static_graph: gradients per parameter per backward, learned in the first
+  // synchronised backward (expected_hooks_), counted in the running one (hooks_seen_).
+  bool static_learned_ = false;
+  bool synchronised_once_ = false;
+  std::vector<int> expected_hooks_;
+  std::vector<int> hooks_seen_;
   Clock::time_point first_ready_;
   BackwardStats stats_;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 namespace paisoar::grad {
@@ -35,6 +36,11 @@ class GradientSink {
   // A backward an exception interrupted: wait for what it launched, so later
   // collectives pair up across ranks. Must not throw.
   virtual void drain() noexcept {}
+  // GradientEngine::shadow_backward: issue the collectives of launch_remaining
+  // (every group, this rank contributing nothing), then of wait_all, results
+  // discarded. Owners that do not support joined ranks keep the default (throws).
+  virtual void shadow_launch_all() { throw std::logic_error("this gradient owner does not support joined ranks"); }
+  virtual void shadow_wait_all() {}
 
   // After the agreement: `param` got no gradient on any rank
   // (find_unused_parameters); `created` when this backward zero-filled it.
