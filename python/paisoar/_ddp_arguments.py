@@ -2,24 +2,35 @@
 torch reads them (the same defaults, warnings and errors), for paisoar's
 DistributedDataParallel; the arguments paisoar cannot honour are refused
 here, each naming itself and what to use instead."""
+from __future__ import annotations
+
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import _DEFAULT_FIRST_BUCKET_BYTES
 
 from . import _comm
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.nn.parallel.distributed import _MixedPrecision
 
 _MB = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
 _COMPRESSIONS = ("none", "fp16", "bf16", "int8", "powersgd")
 
 
-def _refuse(argument, why, instead):
+def _refuse(argument: str, why: str, instead: str) -> NoReturn:
     raise NotImplementedError(f"DistributedDataParallel({argument}): {why}; {instead}")
 
 
-def check_unsupported(delay_all_reduce_named_params, param_to_hook_all_reduce, mixed_precision,
-                      skip_all_reduce_unused_params, batched_grad_copy):
+def check_unsupported(delay_all_reduce_named_params: Sequence[tuple[str, torch.nn.Parameter]] | None,
+                      param_to_hook_all_reduce: torch.nn.Parameter | None,
+                      mixed_precision: _MixedPrecision | None, skip_all_reduce_unused_params: bool,
+                      batched_grad_copy: bool) -> None:
     """Arguments of torch's that paisoar's reducer does not implement: refused, never ignored."""
     if (delay_all_reduce_named_params is None) != (param_to_hook_all_reduce is None):
         raise ValueError("delay_all_reduce_named_params and param_to_hook_all_reduce "
@@ -38,7 +49,7 @@ def check_unsupported(delay_all_reduce_named_params, param_to_hook_all_reduce, m
                 "leave the argument out")
 
 
-def process_group_of(process_group, device_mesh):
+def process_group_of(process_group: _comm.Group, device_mesh: DeviceMesh | None) -> _comm.Group:
     """torch's choice: process_group, device_mesh's 1-D group, else the default group (None)."""
     if process_group is not None and device_mesh is not None:
         raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
@@ -52,7 +63,7 @@ def process_group_of(process_group, device_mesh):
     return device_mesh.get_group(mesh_dim=0)
 
 
-def buffer_sync(broadcast_buffers, forward_sync_buffers):
+def buffer_sync(broadcast_buffers: bool | None, forward_sync_buffers: bool | None) -> tuple[bool, bool]:
     """(forward_sync_buffers, init_sync_buffers) with torch's FutureWarnings."""
     if broadcast_buffers is not None:
         if forward_sync_buffers is not None:
@@ -71,7 +82,8 @@ def buffer_sync(broadcast_buffers, forward_sync_buffers):
     return effective, effective
 
 
-def bucket_caps(bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb):
+def bucket_caps(bucket_cap_mb: float | None, bucket_cap_mb_list: Sequence[float] | None,
+                first_bucket_mb: float | None) -> tuple[int, list[int], float, float, list[float]]:
     """(bucket_bytes_cap, bucket_bytes_cap_list, first MiB, other MiB, per-bucket MiB) as torch
     computes its caps: with bucket_cap_mb_list, bucket k holds up to its k-th entry (the last
     repeats). Else the first bucket is torch's (1 MiB when bucket_cap_mb is left at its default,
@@ -89,13 +101,13 @@ def bucket_caps(bucket_cap_mb, bucket_cap_mb_list, first_bucket_mb):
     if cap_mb <= 0:
         raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, got {bucket_cap_mb}")
     if first_bucket_mb is None:
-        first_bucket_mb = dist._DEFAULT_FIRST_BUCKET_BYTES / _MB if bucket_cap_mb is None else cap_mb
+        first_bucket_mb = _DEFAULT_FIRST_BUCKET_BYTES / _MB if bucket_cap_mb is None else cap_mb
     if first_bucket_mb <= 0:
         raise ValueError(f"DistributedDataParallel: first_bucket_mb must be > 0, got {first_bucket_mb}")
     return int(cap_mb * _MB), [], float(first_bucket_mb), float(cap_mb), []
 
 
-def compression_of(gradient_compression):
+def compression_of(gradient_compression: str | None) -> str:
     compression = (gradient_compression or "none").lower()
     if compression not in _COMPRESSIONS:
         raise ValueError(f"DistributedDataParallel: gradient_compression={gradient_compression!r}; "
@@ -103,7 +115,9 @@ def compression_of(gradient_compression):
     return compression
 
 
-def devices_of(params, device_ids, output_device, process_group):
+def devices_of(params: Sequence[torch.Tensor], device_ids: Sequence[int | torch.device] | None,
+               output_device: int | torch.device | None,
+               process_group: _comm.Group) -> tuple[torch.device, list[int] | None, int | None]:
     """(device, device_ids, output_device) as torch checks them for the module's parameters."""
     devices = {p.device for p in params}
     types = {d.type for d in devices}
@@ -116,27 +130,27 @@ def devices_of(params, device_ids, output_device, process_group):
     if len(devices) > 1:
         _refuse("a module on several devices", f"its parameters are on {sorted(map(str, devices))}",
                 "move the whole module to one device first")
+    ids: list[int] | None = None
+    index: int | None = None
     if not device_ids or device.type == "cpu":
         if device_ids or output_device:
             raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
                              "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
                              f"{device_ids}, output_device {output_device}, and module parameters {devices}; "
                              "pass device_ids only for a CUDA module")
-        device_ids, output_device = None, None
     else:
-        device_ids = [torch._utils._get_device_index(d, True) for d in device_ids]
-        output_device = torch._utils._get_device_index(device_ids[0] if output_device is None else output_device,
-                                                      True)
+        ids = [torch._utils._get_device_index(d, True) for d in device_ids]
+        index = torch._utils._get_device_index(ids[0] if output_device is None else output_device, True)
     if not _comm.serves_device(process_group, device.type):
         wants = {"cpu": "gloo", "cuda": "nccl"}.get(device.type, "a backend for it")
         raise ValueError(f"DistributedDataParallel: the module is on {device}, but the process group "
                          f"(backend '{_comm.process_group_backend(process_group)}') has no backend for "
                          f"{device.type}; call torch.distributed.init_process_group(backend='{wants}') "
                          "(or 'cpu:gloo,cuda:nccl'), or move the module to the device its backend serves")
-    return device, device_ids, output_device
+    return device, ids, index
 
 
-def is_torch_group(process_group):
+def is_torch_group(process_group: _comm.Group) -> bool:
     """Whether DDP runs over a torch.distributed group (torch's comm hooks need one)."""
     if isinstance(process_group, dist.ProcessGroup):
         return True

@@ -21,8 +21,7 @@ import torch
 
 from . import _module_wrap
 from ._grad_scaler import GradScaler  # noqa: F401  (amp.GradScaler)
-# note_model_device is amp's for DistributedDataParallel, which calls it.
-from ._model_device import default_device_type, note_model_device, say_once  # noqa: F401
+from ._model_device import default_device_type, say_once
 from ._native import _C
 
 _F = TypeVar("_F", bound=Callable[..., Any])

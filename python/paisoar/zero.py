@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import torch
 from torch.utils.hooks import RemovableHandle
@@ -187,7 +187,10 @@ def _gather_around(module: torch.nn.Module, core: _C.ZeroOptimizer, k: int) -> l
         if torch.is_grad_enabled():
             for t in _tensors_in(output):
                 if t.requires_grad:
-                    t.register_hook(regather)
+                    # torch.Tensor.register_hook has no annotations: typed here as it is.
+                    register = cast(Callable[[Callable[[torch.Tensor], torch.Tensor | None]], RemovableHandle],
+                                    t.register_hook)
+                    register(regather)
         core.unit_forward_end(k)
 
     return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
