@@ -83,12 +83,12 @@ for r in "${readers[@]}"; do
   status=$(cat "$build/logs/$r.status")
   log="$build/logs/$r.log"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)  # none when it failed on a seed
   edges=$(echo "$cov" | awk '{print $2}')
   features=$(echo "$cov" | awk '{print $4}')
   result=ok
   if [ "$status" -ne 0 ]; then
-    result="FAILED (status $status): $(ls "$build/findings/$r"/* 2>/dev/null | tr '\n' ' ')"
+    result="FAILED (status $status)"
     failed+=("$r")
   fi
   printf '%-15s %10s %8s %9s %s\n' "$r" "${execs:-?}" "${edges:-?}" "${features:-?}" "$result"
