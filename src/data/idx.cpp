@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -95,10 +96,16 @@ torch::Tensor read_idx(const std::string& path) {
     read_exact(f.get(), b, 4, path, "the dimensions");
     d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
   }
-  // Refuse absurd headers before allocating: 2^40 bytes is far beyond any IDX file.
-  int64_t numel = 1;
+  // Refuse absurd headers before allocating: 2^40 elements is far beyond any
+  // IDX file. A 0 empties the tensor, but the other sizes still make its
+  // strides, so they are bounded too.
+  int64_t numel = 1, extent = 1;
   for (auto d : dims) {
-    if (d > 0 && numel > (int64_t{1} << 40) / d) fail(path, "its header announces over 1 TiB of data");
+    const int64_t nonzero = std::max<int64_t>(d, 1);
+    if (extent > (int64_t{1} << 40) / nonzero) {
+      fail(path, "its header announces dimensions of over 2^40 elements in all (damaged header?)");
+    }
+    extent *= nonzero;
     numel *= d;
   }
   // And check the claim against the file before allocating for it: a plain

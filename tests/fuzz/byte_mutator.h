@@ -18,18 +18,10 @@
 #include <random>
 #include <string>
 
-#include <unistd.h>
-
 #include "tests/support/file_bytes.h"
+#include "tests/support/temp_dir.h"
 
 namespace paisoar::testing {
-
-// Where fuzz tests put their files: /dev/shm when it is a writable directory
-// (thousands of rewrites of one file are about 100 times slower on this
-// machine's ext4 with `discard`), else "" (the system temp directory).
-inline std::string fast_temp_parent() {
-  return ::access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "";
-}
 
 class ByteMutator {
  public:
