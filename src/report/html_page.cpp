@@ -29,11 +29,16 @@ th { background: #eef0f3; } td:first-child, th:first-child { text-align: left; }
 pre { background: #fff; border: 1px solid #ddd; padding: 10px; overflow-x: auto; font-size: 12px; }
 )";
 
-std::string fixed(double v, const char* pattern = "%.4g") {
+// `v` with `digits` after the point (-1: 4 significant digits), "-" when not finite.
+std::string fixed(double v, int digits = -1, const char* suffix = "") {
   if (!std::isfinite(v)) return "-";
   char text[48];
-  std::snprintf(text, sizeof(text), pattern, v);
-  return text;
+  if (digits < 0) {
+    std::snprintf(text, sizeof(text), "%.4g", v);
+  } else {
+    std::snprintf(text, sizeof(text), "%.*f", digits, v);
+  }
+  return text + std::string(suffix);
 }
 
 std::string duration(double seconds) {
@@ -63,11 +68,11 @@ void summary_table(std::ostringstream& out, const std::vector<RunHistory>& runs)
       end_time = std::isfinite(end_time) ? std::max(end_time, number_at(e, "time")) : number_at(e, "time");
     }
     const double begin_time = run.starts.empty() ? number_at(first, "time") : run.starts.front().time;
-    out << "<tr><td>" << escape_xml(run.name) << "</td><td>" << fixed(number_at(first, "step"), "%.0f") << " - "
-        << fixed(number_at(last, "step"), "%.0f") << "</td><td>" << std::max<size_t>(run.starts.size(), 1)
+    out << "<tr><td>" << escape_xml(run.name) << "</td><td>" << fixed(number_at(first, "step"), 0) << " - "
+        << fixed(number_at(last, "step"), 0) << "</td><td>" << std::max<size_t>(run.starts.size(), 1)
         << "</td><td>" << (run.starts.empty() ? std::string("-") : std::to_string(run.starts.back().world_size))
-        << "</td><td>" << fixed(number_at(last, "loss")) << "</td><td>" << fixed(last_accuracy, "%.2f%%")
-        << "</td><td>" << fixed(best, "%.2f%%") << "</td><td>" << fixed(number_at(last, "samples_per_s"), "%.0f")
+        << "</td><td>" << fixed(number_at(last, "loss")) << "</td><td>" << fixed(last_accuracy, 2, "%")
+        << "</td><td>" << fixed(best, 2, "%") << "</td><td>" << fixed(number_at(last, "samples_per_s"), 0)
         << "</td><td>" << duration(end_time - begin_time) << "</td></tr>\n";
   }
   out << "</table>\n";
