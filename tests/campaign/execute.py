@@ -1,5 +1,6 @@
-"""Runs a case through the real binary: in its own directory and process
-group, with a timeout (a hang is killed with its whole group and reported),
+"""Runs a case through the real binary: in its own directory and session,
+with a timeout (a hang is killed with every process of its session, the
+launcher's ranks included, and reported),
 under a 4 GiB data-segment limit (a reader that allocates what a lying header
 announces fails there instead of taking the machine), and with the variables
 of an enclosing launcher removed so `paisoar train` starts its own ranks."""
@@ -40,6 +41,28 @@ def case_env(extra):
     return env
 
 
+def kill_session(sid):
+    """SIGKILL every process of the session this call started (the binary and the
+    ranks its launcher put in process groups of their own), each by its id."""
+    for _ in range(3):
+        members = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == sid:  # fields after the name: state, ppid, pgrp, session
+                members.append(int(stat.parent.name))
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if not members:
+            return
+        time.sleep(0.5)
+
+
 def run_case(case, root):
     """Prepares `case` under root/<family>/<name> and runs it. Exit 127 (the
     binary or paisoar-core missing, as while they are being relinked) is
@@ -70,6 +93,6 @@ def run_once(case, where):
         out, err = process.communicate(timeout=case.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        os.killpg(process.pid, signal.SIGKILL)  # the group this call started: the binary and its ranks
+        kill_session(process.pid)
         out, err = process.communicate()
     return Run(command, process.returncode, out, err, timed_out, time.monotonic() - start, where), prepared
