@@ -21,6 +21,30 @@ constexpr const char* kOutOfMemoryAdvice =
     "  train.grad_accumulation), model.hidden, model.num_classes, data.image_size or data.workers x\n"
     "  data.prefetch_factor; zero.stage 1-3 and activation_checkpointing also save memory (docs/MEMORY.md)\n";
 
+// CLI11's "A subcommand is required" names neither the command nor its
+// subcommands: says both, and the word given instead, if any. False when the
+// error is another one.
+bool missing_subcommand(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  for (;;) {
+    const auto parsed = at->get_subcommands();
+    if (parsed.empty()) break;
+    at = parsed.front();
+  }
+  const auto choices = at->get_subcommands([](CLI::App*) { return true; });
+  if (choices.empty() || !at->get_subcommands().empty()) return false;
+  std::string names, command = at == &app ? "paisoar" : "paisoar " + at->get_name();
+  for (const CLI::App* c : choices) names += (names.empty() ? "" : ", ") + c->get_name();
+  std::string given;  // the word after the command's own name, if it is not a flag
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (at != &app && argv[i] == at->get_name() && argv[i + 1][0] != '-') given = argv[i + 1];
+  }
+  if (at == &app && argc > 1 && argv[1][0] != '-') given = argv[1];
+  std::cerr << command << ": " << (given.empty() ? "a command is required" : "unknown command '" + given + "'")
+            << "; give one of: " << names << " (" << command << " --help)\n";
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,6 +63,9 @@ int main(int argc, char** argv) {
   if (!benches.empty()) bench->require_subcommand(1);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    if (!missing_subcommand(app, argc, argv)) return app.exit(e) == 0 ? 0 : 2;
+    return 2;
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2, as
     // usage errors do elsewhere (argparse, torchrun), not CLI11's 100-127.
@@ -66,6 +93,18 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "paisoar: error: out of memory (an allocation failed)\n" << kOutOfMemoryAdvice;
+    return 1;
+  } catch (const c10::Error& e) {
+    // LibTorch's CPU allocator reports a failed allocation as a plain c10::Error.
+    const std::string text = paisoar::error_text(e);
+    const size_t asked = text.find("you tried to allocate ");
+    if (text.find("can't allocate memory") != std::string::npos && asked != std::string::npos) {
+      const std::string bytes = text.substr(asked + 22, text.find(' ', asked + 22) - asked - 22);
+      std::cerr << "paisoar: error: out of memory: an allocation of " << bytes << " bytes failed\n"
+                << kOutOfMemoryAdvice;
+    } else {
+      std::cerr << "paisoar: error: " << text << "\n";
+    }
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "paisoar: error: " << paisoar::error_text(e) << "\n";

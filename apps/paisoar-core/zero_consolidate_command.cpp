@@ -18,7 +18,14 @@ Command add_zero_consolidate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("zero-consolidate",
                                  "a sharded ZeRO checkpoint (one file per rank) into one full model file");
   cmd->add_option("dir", a->dir, "the directory save_sharded wrote")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("out", a->out, "the .safetensors file to write (model.<name> tensors)")->required();
+  cmd->add_option("out", a->out, "the .safetensors file to write (model.<name> tensors)")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& out) {
+            return out.empty() ? std::string("out is empty: give the file to write, e.g. full.safetensors")
+                               : std::string();
+          },
+          "FILE", "non-empty"));
   return [a](int, char**) {
     zero::consolidate_shards(a->dir, a->out);
     std::printf("paisoar zero-consolidate: %s -> %s\n", a->dir.c_str(), a->out.c_str());

@@ -10,6 +10,7 @@
 
 #include "src/amp/cast_floating.h"
 #include "src/util/module_wrap.h"
+#include "src/util/yaml_document.h"
 
 namespace paisoar::amp {
 
@@ -93,9 +94,9 @@ bool glob_match(const std::string& pattern, const std::string& name) {
 PrecisionPolicy PrecisionPolicy::from_yaml(const std::string& yaml_text) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    C10_THROW_ERROR(ValueError, std::string("precision policy: not valid YAML: ") + e.what());
+    root = util::parse_yaml_document(yaml_text, "precision policy");
+  } catch (const util::YamlTextError& e) {
+    C10_THROW_ERROR(ValueError, e.what());
   }
   PrecisionPolicy policy;
   if (root.IsNull()) return policy;

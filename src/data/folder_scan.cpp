@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 #include <system_error>
+
+#include <sys/stat.h>
 
 #include "paisoar/data/data_error.h"
 
@@ -45,15 +48,30 @@ void require_regular(const fs::directory_entry& entry) {
                   ", not an image file; remove it or move it out of the image folder");
 }
 
-// (directory, file name) of every image under `dir`, in torchvision's order.
-std::vector<std::pair<std::string, std::string>> images_under(const fs::path& dir) {
+// (directory, file name) of every image under the class folder `dir` of the
+// image folder `root`, in torchvision's order.
+std::vector<std::pair<std::string, std::string>> images_under(const fs::path& dir, const fs::path& root) {
   std::vector<std::pair<std::string, std::string>> found;
   std::error_code ec;
+  // Directory symlinks are followed, as torchvision's os.walk(followlinks=True)
+  // does, but each directory is entered once: a link back to an ancestor would
+  // otherwise list the same images again at every level of the loop.
+  std::set<std::pair<dev_t, ino_t>> entered;
+  const auto first_visit = [&entered](const fs::path& d) {
+    struct stat st {};
+    return ::stat(d.c_str(), &st) != 0 || entered.emplace(st.st_dev, st.st_ino).second;
+  };
+  first_visit(root);  // a link back to the root would reach the other classes
+  first_visit(dir);
   fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::path& p = it->path();
     if (hidden(p)) {
       if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory(ec) && !first_visit(p)) {
+      it.disable_recursion_pending();
       continue;
     }
     if (!it->is_directory(ec) && is_image_name(p.filename().string())) {
@@ -90,7 +108,7 @@ std::vector<std::pair<std::string, int64_t>> scan_image_folder(const std::string
   std::vector<std::pair<std::string, int64_t>> files;
   for (size_t label = 0; label < names.size(); ++label) {
     const fs::path dir = fs::path(root) / names[label];
-    const auto found = images_under(dir);
+    const auto found = images_under(dir, root);
     if (found.empty()) {
       throw DataError("class folder '" + dir.string() +
                       "' holds no image (.jpg, .jpeg, .png, .pgm, .ppm); put at least one image in "

@@ -1,5 +1,5 @@
-// IDX reading and writing through zlib's gz* functions, which read plain files
-// as well as gzipped ones. Format: 0, 0, type code, rank, then rank big-endian
+// IDX reading (plain or gzipped, through MaybeGzipReader) and writing
+// (through zlib's gz* functions). Format: 0, 0, type code, rank, then rank big-endian
 // uint32 dimensions, then the big-endian elements.
 #include "paisoar/data/idx.h"
 
@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,8 @@
 #include <memory>
 #include <stdexcept>
 #include <vector>
+
+#include "src/util/maybe_gzip_reader.h"
 
 namespace paisoar::data {
 namespace {
@@ -65,35 +66,23 @@ void swap_bytes(char* data, int64_t count, int64_t width) {
   }
 }
 
-void read_exact(gzFile f, void* out, int64_t bytes, const std::string& path, const char* what) {
-  auto* p = static_cast<char*>(out);
-  while (bytes > 0) {
-    const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(bytes, 1 << 30));
-    const int got = gzread(f, p, chunk);
-    if (got <= 0) {
-      int err = 0;
-      const char* message = gzerror(f, &err);
-      fail(path, std::string("truncated or corrupt while reading ") + what +
-                     (err < 0 ? std::string(" (") + message + ")" : ""));
-    }
-    p += got;
-    bytes -= got;
-  }
+void read_exact(util::MaybeGzipReader& in, void* out, int64_t bytes, const std::string& path, const char* what) {
+  if (!in.read(out, static_cast<uint64_t>(bytes))) fail(path, std::string("truncated or corrupt while reading ") + what);
 }
 
 }  // namespace
 
 torch::Tensor read_idx(const std::string& path) {
-  GzFile f(gzopen(path.c_str(), "rb"));
-  if (!f) fail(path, "cannot open it (does it exist and is it readable?)");
+  util::MaybeGzipReader in(path, "IDX file");
+  const uint64_t file_bytes = in.file_bytes();
   uint8_t magic[4];
-  read_exact(f.get(), magic, 4, path, "the header");
+  read_exact(in, magic, 4, path, "the header");
   if (magic[0] != 0 || magic[1] != 0) fail(path, "not an IDX file (bad magic number)");
   const auto type = type_of(magic[2], path);
   std::vector<int64_t> dims(magic[3]);
   for (auto& d : dims) {
     uint8_t b[4];
-    read_exact(f.get(), b, 4, path, "the dimensions");
+    read_exact(in, b, 4, path, "the dimensions");
     d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
   }
   // Refuse absurd headers before allocating: 2^40 elements is far beyond any
@@ -114,11 +103,9 @@ torch::Tensor read_idx(const std::string& path) {
   const int64_t width = static_cast<int64_t>(c10::elementSize(type));
   const uint64_t data_bytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(width);
   const uint64_t header_bytes = 4 + 4 * dims.size();
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    const auto file_bytes = static_cast<uint64_t>(st.st_size);
+  {
     const std::string announced = "its header announces " + std::to_string(data_bytes) + " bytes of data but ";
-    if (gzdirect(f.get())) {
+    if (!in.gzipped()) {
       if (header_bytes + data_bytes > file_bytes) {
         fail(path, "truncated or corrupt while reading the data: " + announced + "the file holds " +
                        std::to_string(file_bytes) + " bytes in all");
@@ -130,9 +117,8 @@ torch::Tensor read_idx(const std::string& path) {
     }
   }
   torch::Tensor out = torch::empty(dims, torch::TensorOptions().dtype(type));
-  read_exact(f.get(), out.data_ptr(), out.numel() * width, path, "the data");
-  char extra;
-  if (gzread(f.get(), &extra, 1) > 0) fail(path, "has bytes after the data its header announces");
+  read_exact(in, out.data_ptr(), out.numel() * width, path, "the data");
+  if (!in.at_end()) fail(path, "has bytes after the data its header announces");
   swap_bytes(static_cast<char*>(out.data_ptr()), out.numel(), width);
   return out;
 }

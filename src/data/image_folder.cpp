@@ -44,7 +44,11 @@ std::string ImageFolder::describe(int64_t index) const {
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   try {
-    return util::InputFile(path, "image file").read_all_bytes();  // a FIFO is refused, not waited on
+    // A FIFO is refused, not waited on; so is a file larger than any image
+    // the default pixel limit lets through (a 16-bit PPM of 178956970 pixels
+    // is about 1.1 GB), before it is read into memory.
+    constexpr uint64_t kMaxImageFileBytes = uint64_t{2} << 30;
+    return util::InputFile(path, "image file").read_all_bytes(kMaxImageFileBytes);
   } catch (const c10::Error& e) {
     throw DataError(error_text(e));
   }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "paisoar/data/data_error.h"
+#include "src/util/text_check.h"
 
 namespace paisoar::data {
 namespace {
@@ -55,7 +56,7 @@ void check_record_key(const std::string& key) {
   bool ok = !key.empty() && key.size() <= kMaxRecordKey;
   for (char c : key) ok = ok && is_key_char(c);
   if (!ok) {
-    throw DataError("record key '" + key + "' is not valid: use 1 to " + std::to_string(kMaxRecordKey) +
+    throw DataError("record key " + util::shown(key) + " is not valid: use 1 to " + std::to_string(kMaxRecordKey) +
                     " characters of A-Z, a-z, 0-9, '_' and '-' (no '/' or '.')");
   }
 }
@@ -64,7 +65,7 @@ void check_record_ext(const std::string& ext) {
   bool ok = !ext.empty() && ext.size() <= kMaxRecordExt;
   for (char c : ext) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
   if (!ok) {
-    throw DataError("record extension '" + ext + "' is not valid: use 1 to " +
+    throw DataError("record extension " + util::shown(ext) + " is not valid: use 1 to " +
                     std::to_string(kMaxRecordExt) + " characters of a-z and 0-9, e.g. jpg, png, pgm");
   }
 }
@@ -105,18 +106,18 @@ std::vector<ShardIndexEntry> parse_index(const std::string& text, const std::str
       fail(idx_path, number, error_text(bad));
     }
     if (const auto [it, fresh] = line_of_key.emplace(e.key, number); !fresh) {
-      fail(idx_path, number, "key '" + e.key + "' appears twice (also on line " + std::to_string(it->second) + ")");
+      fail(idx_path, number, "key " + util::shown(e.key) + " appears twice (also on line " + std::to_string(it->second) + ")");
     }
     uint64_t label = 0, crc = 0;
     const bool negative = !f[1].empty() && f[1][0] == '-';
     if (!parse_unsigned(negative ? f[1].substr(1) : f[1], 10, &label) || label > INT64_MAX) {
-      fail(idx_path, number, "label '" + f[1] + "' is not an integer");
+      fail(idx_path, number, "label " + util::shown(f[1]) + " is not an integer");
     }
     e.label = negative ? -static_cast<int64_t>(label) : static_cast<int64_t>(label);
-    if (!parse_unsigned(f[2], 10, &e.offset)) fail(idx_path, number, "offset '" + f[2] + "' is not a number");
-    if (!parse_unsigned(f[3], 10, &e.size)) fail(idx_path, number, "size '" + f[3] + "' is not a number");
+    if (!parse_unsigned(f[2], 10, &e.offset)) fail(idx_path, number, "offset " + util::shown(f[2]) + " is not a number");
+    if (!parse_unsigned(f[3], 10, &e.size)) fail(idx_path, number, "size " + util::shown(f[3]) + " is not a number");
     if (f[4].size() != 8 || !parse_unsigned(f[4], 16, &crc)) {
-      fail(idx_path, number, "CRC-32 '" + f[4] + "' is not 8 hex digits");
+      fail(idx_path, number, "CRC-32 " + util::shown(f[4]) + " is not 8 hex digits");
     }
     e.crc32 = static_cast<uint32_t>(crc);
     entries.push_back(std::move(e));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "paisoar/data/data_error.h"
@@ -16,6 +17,8 @@
 #include "paisoar/error.h"
 #include "src/util/atomic_file.h"
 #include "src/util/input_file.h"
+#include "src/util/json_text.h"
+#include "src/util/text_check.h"
 
 namespace paisoar::data {
 namespace {
@@ -78,29 +81,43 @@ ShardManifest read_manifest(const std::string& dir) {
   };
   ShardManifest m;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    if (!j.is_object() || j.value("format", std::string()) != kFormat) {
+    const nlohmann::json j = util::parse_json_text(text);
+    if (!j.is_object()) throw bad("it holds " + util::json_kind(j) + ", not a JSON object");
+    if (util::json_string(util::json_member(j, "format", "\"format\""), "\"format\"") != kFormat) {
       throw bad(std::string("\"format\" is not \"") + kFormat + "\"");
     }
-    m.classes = j.at("classes").get<std::vector<std::string>>();
+    m.classes = util::json_strings(util::json_member(j, "classes", "\"classes\""), "\"classes\"");
     // Without classes the loader could not check a label against them.
     if (m.classes.empty()) throw bad("\"classes\" is empty (a data set has at least one class)");
+    std::set<std::string> classes;
+    for (const auto& c : m.classes) {
+      if (!classes.insert(c).second) throw bad("class " + util::shown(c) + " is listed twice in \"classes\"");
+    }
+    const nlohmann::json& shards = util::json_member(j, "shards", "\"shards\"");
+    if (!shards.is_array()) throw bad("\"shards\" must be a list, got " + util::json_kind(shards));
+    std::set<std::string> files;
     int64_t total = 0;
-    for (const auto& shard : j.at("shards")) {
-      m.shards.push_back(shard.at("file").get<std::string>());
-      m.records.push_back(shard.at("records").get<int64_t>());
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string which = " of shard " + std::to_string(i);
+      m.shards.push_back(util::json_string(util::json_member(shards[i], "file", "\"file\"" + which), "\"file\"" + which));
+      m.records.push_back(
+          util::json_integer(util::json_member(shards[i], "records", "\"records\"" + which), "\"records\"" + which));
       if (!plain_file_name(m.shards.back()) || m.records.back() < 0) {
-        throw bad("shard '" + m.shards.back() + "' with " + std::to_string(m.records.back()) + " records");
+        throw bad("shard " + util::shown(m.shards.back()) + " with " + std::to_string(m.records.back()) + " records");
+      }
+      if (!files.insert(m.shards.back()).second) {
+        throw bad("shard " + util::shown(m.shards.back()) + " is listed twice in \"shards\"");
       }
       if (m.records.back() > std::numeric_limits<int64_t>::max() - total) {
         throw bad("the shards' \"records\" add up to more than 2^63");
       }
       total += m.records.back();
     }
-    if (j.contains("records") && j.at("records").get<int64_t>() != total) {
-      throw bad("\"records\" is " + j.at("records").dump() + " but the shards add up to " + std::to_string(total));
+    const nlohmann::json& records = util::json_member(j, "records", "\"records\"");
+    if (util::json_integer(records, "\"records\"") != total) {
+      throw bad("\"records\" is " + records.dump() + " but the shards add up to " + std::to_string(total));
     }
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const util::JsonTextError& e) {
     throw bad(e.what());
   }
   return m;

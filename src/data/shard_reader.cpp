@@ -11,29 +11,35 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <stdexcept>
 
 #include "paisoar/data/data_error.h"
 #include "paisoar/data/record_shards.h"
 #include "src/data/shard_index.h"
 #include "src/data/ustar.h"
+#include "paisoar/error.h"
+#include "src/util/input_file.h"
+#include "src/util/text_check.h"
 
 namespace paisoar::data {
 namespace {
 
 constexpr const char* kRerun = "re-run paisoar convert to rebuild the data set";
 
-std::string read_text_file(const std::string& path, const std::string& tar_path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw DataError("shard '" + tar_path + "' has no index '" + path + "' (" + std::strerror(errno) +
-                    "); the conversion did not finish: " + kRerun);
+// An index line is under 200 bytes; 1 GiB is millions of records past any shard.
+constexpr uint64_t kMaxIndexBytes = uint64_t{1} << 30;
+
+std::string read_index_file(const std::string& path, const std::string& tar_path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw DataError("shard '" + tar_path + "' has no index '" + path + "'; the conversion did not finish: " + kRerun);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return util::InputFile(path, "shard index").read_all(kMaxIndexBytes);
+  } catch (const c10::Error& e) {
+    throw DataError(error_text(e) + "; " + kRerun);
+  }
 }
 
 std::string hex32(uint32_t v) {
@@ -53,25 +59,23 @@ struct ShardReader::Impl {
     if (fd >= 0) ::close(fd);
   }
   std::string where(int64_t i) const {
-    return "shard '" + path + "' record " + std::to_string(i) + " (key " + entries[i].key + ")";
+    return "shard '" + path + "' record " + std::to_string(i) + " (key " + entries[static_cast<size_t>(i)].key + ")";
   }
 };
 
 ShardReader::ShardReader(std::string tar_path) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.path = std::move(tar_path);
-  s.fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (s.fd < 0) {
-    throw DataError("cannot open shard '" + s.path + "': " + std::strerror(errno) +
-                    "; check the path, or " + kRerun);
+  uint64_t file_size = 0;
+  try {
+    util::InputFile shard(s.path, "shard");  // a FIFO or device is refused, not read
+    file_size = shard.size();
+    s.fd = shard.release();
+  } catch (const c10::Error& e) {
+    throw DataError(error_text(e) + "; check the path, or " + kRerun);
   }
-  struct stat st{};
-  if (::fstat(s.fd, &st) != 0) {
-    throw DataError("cannot stat shard '" + s.path + "': " + std::strerror(errno));
-  }
-  const auto file_size = static_cast<uint64_t>(st.st_size);
   const std::string idx_path = index_path_of(s.path);
-  s.entries = parse_index(read_text_file(idx_path, s.path), idx_path);
+  s.entries = parse_index(read_index_file(idx_path, s.path), idx_path);
   // Where the writer puts record i's members: the payload's header sits just
   // before `offset`; the label member follows the padded payload.
   uint64_t end = 0;
@@ -118,11 +122,15 @@ const ShardIndexEntry& ShardReader::entry(int64_t i) const {
 
 std::vector<uint8_t> ShardReader::read(int64_t i) const {
   const ShardIndexEntry& e = entry(i);
-  std::vector<uint8_t> payload(e.size);
+  // The payload and, one header block after its padding, the label member:
+  // read together so that the index's label is checked against the shard's.
+  const std::string label = std::to_string(e.label);
+  const uint64_t label_at = ustar::padded(e.size) + ustar::kBlock;
+  const uint64_t span = label_at + label.size();
+  std::vector<uint8_t> payload(span);
   uint64_t done = 0;
-  while (done < e.size) {
-    const ssize_t n = ::pread(impl_->fd, payload.data() + done, e.size - done,
-                              static_cast<off_t>(e.offset + done));
+  while (done < span) {
+    const ssize_t n = ::pread(impl_->fd, payload.data() + done, span - done, static_cast<off_t>(e.offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw DataError(impl_->where(i) + ": short read at byte " + std::to_string(e.offset + done) +
@@ -131,11 +139,17 @@ std::vector<uint8_t> ShardReader::read(int64_t i) const {
     }
     done += static_cast<uint64_t>(n);
   }
-  const auto crc = static_cast<uint32_t>(::crc32_z(::crc32_z(0L, Z_NULL, 0), payload.data(), payload.size()));
+  const auto crc = static_cast<uint32_t>(::crc32_z(::crc32_z(0L, Z_NULL, 0), payload.data(), e.size));
   if (crc != e.crc32) {
     throw DataError(impl_->where(i) + ": CRC-32 mismatch (index " + hex32(e.crc32) + ", payload " +
                     hex32(crc) + "): the file is corrupt; " + kRerun);
   }
+  const std::string stored(reinterpret_cast<const char*>(payload.data() + label_at), label.size());
+  if (stored != label) {
+    throw DataError(impl_->where(i) + ": the index gives label " + label + " but the shard's label member holds " +
+                    util::shown(stored) + ": the index or the shard is damaged; " + kRerun);
+  }
+  payload.resize(e.size);
   return payload;
 }
 

@@ -5,6 +5,9 @@
 #include "paisoar/format/safetensors.h"
 
 #include "src/util/atomic_file.h"
+#include "src/util/input_file.h"
+#include "src/util/json_text.h"
+#include "src/util/text_check.h"
 
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
@@ -13,11 +16,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <cerrno>
 #include <functional>
 #include <limits>
 #include <set>
 #include <vector>
+
+#include <unistd.h>
 
 namespace paisoar::format {
 namespace {
@@ -68,6 +73,20 @@ std::string hex32(uint32_t value) {
   return text;
 }
 
+// Reads exactly `size` bytes from the file's current position; false at an
+// early end or an error.
+bool read_fully(int fd, void* out, uint64_t size) {
+  auto* p = static_cast<char*>(out);
+  while (size > 0) {
+    const ssize_t n = ::read(fd, p, std::min<uint64_t>(size, uint64_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
 // The header's CRC covers its canonical form without the two CRC keys, so the
 // same text can be rebuilt from a parsed header on load.
 uint32_t header_crc(Json header) {
@@ -99,7 +118,7 @@ Json parse_header(const std::string& text, const std::function<void(const std::s
     } else if (event == Json::parse_event_t::key && depth <= 2) {
       const std::string& key = parsed.get_ref<const std::string&>();
       if (!keys[static_cast<size_t>(depth)].insert(key).second) {
-        throw Refused{(depth == 1 ? "tensor '" : "key '") + key + "' appears twice in the header"};
+        throw Refused{(depth == 1 ? "tensor " : "key ") + util::shown(key) + " appears twice in the header"};
       }
     }
     return true;
@@ -110,7 +129,7 @@ Json parse_header(const std::string& text, const std::function<void(const std::s
   } catch (const Refused& r) {
     bad(r.why);
   } catch (const Json::exception& e) {
-    bad(std::string("the header is not JSON (") + e.what() + ")");
+    bad("the header is not JSON (" + util::json_error_text(e) + ")");
   }
   if (!header.is_object()) bad("the header is not a JSON object");
   return header;
@@ -173,26 +192,22 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const M
 
 TensorFile load_safetensors(const std::string& path) {
   TORCH_CHECK(host_is_little_endian(), "safetensors: this host is big-endian; paisoar reads little-endian only");
-  std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK(in, "safetensors: cannot open '", path, "': ", std::strerror(errno), "; check the path");
-  in.seekg(0, std::ios::end);
-  const uint64_t file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+  util::InputFile in(path, "safetensors file");  // a FIFO or device is refused, never waited on
+  const uint64_t file_size = in.size();
   auto bad = [&path](const std::string& why) {
     TORCH_CHECK(false, "safetensors: '", path, "' is not a valid safetensors file: ", why,
                 "; it is damaged or was not fully written, use another copy");
   };
   if (file_size < 8) bad("it holds " + std::to_string(file_size) + " bytes, fewer than the 8-byte header length");
   unsigned char length[8];
-  in.read(reinterpret_cast<char*>(length), 8);
+  if (!read_fully(in.fd(), length, 8)) bad("reading the header length failed");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(length[i]) << (8 * i);
   if (n > kMaxHeaderBytes || n > file_size - 8) {
     bad("the header length is " + std::to_string(n) + " bytes but the file holds " + std::to_string(file_size));
   }
   std::string text(n, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(n));
-  if (!in) bad("reading the header failed");
+  if (!read_fully(in.fd(), text.data(), n)) bad("reading the header failed");
 
   const Json header = parse_header(text, bad);
 
@@ -202,7 +217,7 @@ TensorFile load_safetensors(const std::string& path) {
     const Json& meta = header["__metadata__"];
     if (!meta.is_object()) bad("\"__metadata__\" is not an object");
     for (const auto& [key, value] : meta.items()) {
-      if (!value.is_string()) bad("metadata '" + key + "' is not a string");
+      if (!value.is_string()) bad("metadata " + util::shown(key) + " is not a string");
       result.metadata[key] = value.get<std::string>();
     }
   }
@@ -223,7 +238,7 @@ TensorFile load_safetensors(const std::string& path) {
   std::vector<Entry> entries;
   for (const auto& [name, info] : header.items()) {
     if (name == "__metadata__") continue;
-    const std::string what = "tensor '" + name + "'";
+    const std::string what = "tensor " + util::shown(name);
     if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets")) {
       bad(what + " lacks dtype, shape or data_offsets");
     }
@@ -266,7 +281,7 @@ TensorFile load_safetensors(const std::string& path) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   uint64_t covered = 0;
   for (const Entry& e : entries) {
-    if (e.begin != covered) bad("tensor '" + e.name + "' does not start where the previous one ends");
+    if (e.begin != covered) bad("tensor " + util::shown(e.name) + " does not start where the previous one ends");
     covered = e.end;
   }
   if (covered > data_size) {
@@ -280,8 +295,7 @@ TensorFile load_safetensors(const std::string& path) {
     torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(e.type));
     const uint64_t size = e.end - e.begin;
     if (size > 0) {
-      in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(size));
-      if (!in) bad("reading tensor '" + e.name + "' failed");
+      if (!read_fully(in.fd(), t.data_ptr(), size)) bad("reading tensor " + util::shown(e.name) + " failed");
       crc = crc_update(crc, t.data_ptr(), size);
     }
     result.tensors[e.name] = std::move(t);

@@ -23,8 +23,9 @@ int try_bind(const std::string& host, int port, std::string* error) {
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
   if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("paisoar launch: cannot resolve --master_addr '" + host +
-                             "': " + gai_strerror(rc) + ". Give an address of this machine.");
+    throw std::runtime_error("paisoar launch: cannot resolve the rendezvous host '" + host +
+                             "' (--master_addr or --rdzv_endpoint): " + gai_strerror(rc) +
+                             ". Give an address of this machine.");
   }
   *error = "no address";
   int bound_port = 0;

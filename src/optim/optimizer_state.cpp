@@ -16,6 +16,8 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "src/util/json_text.h"
+#include "src/util/text_check.h"
 #include "src/util/torch_api.h"
 
 namespace paisoar::optim {
@@ -96,9 +98,70 @@ const std::string& required(const format::TensorFile& checkpoint, const std::str
 
 Json parse(const format::TensorFile& checkpoint, const std::string& key) {
   try {
-    return Json::parse(required(checkpoint, key));
-  } catch (const Json::exception& e) {
-    TORCH_CHECK(false, "checkpoint '", checkpoint.source, "': metadata '", key, "' is not valid JSON (", e.what(), ")");
+    return util::parse_json_text(required(checkpoint, key));
+  } catch (const util::JsonTextError& e) {
+    TORCH_CHECK(false, "checkpoint '", checkpoint.source, "': metadata '", key, "' is ", e.what(),
+                "; the checkpoint is damaged: remove it to resume from the one before");
+  }
+}
+
+[[noreturn]] void damaged(const std::string& source, const std::string& what) {
+  TORCH_CHECK(false, "checkpoint '", source, "': ", what, "; the checkpoint is damaged: remove it to resume from the one "
+              "before");
+}
+
+// The shapes the writer gives optim.groups and optim.scalar_fields, checked
+// before any field is read (a const Json's operator[] on a missing key is
+// undefined behaviour).
+void check_layout(const std::string& source, const Json& groups, const Json& scalar_fields) {
+  if (!groups.is_array()) damaged(source, "metadata 'optim.groups' is " + util::json_kind(groups) + ", not a list");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Json& group = groups[g];
+    if (!group.is_object() || !group.contains("params") || !group["params"].is_number_unsigned() ||
+        !group.contains("options") || !group["options"].is_object()) {
+      damaged(source, "metadata 'optim.groups' entry " + std::to_string(g) +
+                          " is not {\"params\": <count>, \"options\": {...}}");
+    }
+  }
+  if (!scalar_fields.is_object()) {
+    damaged(source, "metadata 'optim.scalar_fields' is " + util::json_kind(scalar_fields) + ", not an object");
+  }
+  for (const auto& [field, kind] : scalar_fields.items()) {
+    if (kind != "int" && kind != "double") {
+      damaged(source, "metadata 'optim.scalar_fields' gives field " + util::shown(field) + " the kind " + kind.dump() +
+                          ", not \"int\" or \"double\"");
+    }
+  }
+}
+
+// Checkpoints since optim.fields was added list each parameter's fields: a
+// field the list names but the file lacks (or the other way round) is damage,
+// not a parameter without state.
+void check_fields_listed(const format::TensorFile& checkpoint,
+                         const std::vector<std::vector<std::pair<std::string, torch::Tensor>>>& fields) {
+  if (checkpoint.metadata.count("optim.fields") == 0) return;
+  const Json listed = parse(checkpoint, "optim.fields");
+  if (!listed.is_array() || listed.size() != fields.size()) {
+    damaged(checkpoint.source, "metadata 'optim.fields' is not a list of " + std::to_string(fields.size()) +
+                                   " parameters' field names");
+  }
+  const auto names = [](const std::set<std::string>& set) {
+    std::string out;
+    for (const auto& name : set) out += (out.empty() ? "" : ", ") + name;
+    return out.empty() ? std::string("none") : out;
+  };
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::set<std::string> want, have;
+    try {
+      for (const auto& name : util::json_strings(listed[i], "its entry")) want.insert(name);
+    } catch (const util::JsonTextError& e) {
+      damaged(checkpoint.source, "metadata 'optim.fields' for parameter " + std::to_string(i) + ": " + e.what());
+    }
+    for (const auto& field : fields[i]) have.insert(field.first);
+    if (want != have) {
+      damaged(checkpoint.source, "the optimizer state of parameter " + std::to_string(i) + " holds " +
+                                     util::shown(names(have)) + " but the file lists " + util::shown(names(want)));
+    }
   }
 }
 
@@ -137,12 +200,15 @@ void add_optimizer_state(const torch::optim::Optimizer& optimizer, format::Tenso
 
   Json scalar_fields = Json::object();
   Json group_list = Json::array();
+  Json fields_of = Json::array();  // each parameter's field names: a field missing on load is damage
   int64_t index = 0;
   for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
     for (const auto& param : optimizer.param_groups()[g].params()) {
       InputArchive fields;
+      fields_of.push_back(Json::array());
       if (state.try_read(key_of(param), fields)) {
         for (const std::string& field : fields.keys()) {
+          fields_of.back().push_back(field);
           c10::IValue v;
           fields.read(field, v);
           const std::string name = "optim." + std::to_string(index) + "." + field;
@@ -175,6 +241,7 @@ void add_optimizer_state(const torch::optim::Optimizer& optimizer, format::Tenso
   }
   metadata["optim.groups"] = group_list.dump();
   metadata["optim.scalar_fields"] = scalar_fields.dump();
+  metadata["optim.fields"] = fields_of.dump();
 }
 
 void restore_optimizer_state(torch::optim::Optimizer& optimizer, const format::TensorFile& checkpoint) {
@@ -186,12 +253,13 @@ void restore_optimizer_state(torch::optim::Optimizer& optimizer, const format::T
 
   const Json groups = parse(checkpoint, "optim.groups");
   const Json scalar_fields = parse(checkpoint, "optim.scalar_fields");
+  check_layout(source, groups, scalar_fields);
   const auto& param_groups = optimizer.param_groups();
   TORCH_CHECK(groups.is_array() && groups.size() == param_groups.size(), "checkpoint '", source, "' has ",
               groups.size(), " optimizer parameter groups, the optimizer ", param_groups.size(),
               "; build the optimizer with the groups it was saved with");
   for (size_t g = 0; g < groups.size(); ++g) {
-    const size_t count = groups[g].value("params", size_t{0});
+    const auto count = groups[g]["params"].get<size_t>();
     TORCH_CHECK(count == param_groups[g].params().size(), "checkpoint '", source, "': optimizer group ", g,
                 " has ", count, " parameters in the file, ", param_groups[g].params().size(),
                 " in the optimizer; build the optimizer over the same parameters");
@@ -216,6 +284,7 @@ void restore_optimizer_state(torch::optim::Optimizer& optimizer, const format::T
                 ", parameter ", index, " has shape ", params[index].sizes(), "; the checkpoint is of another model");
     fields[index].emplace_back(field, tensor);
   }
+  check_fields_listed(checkpoint, fields);
 
   OutputArchive out;
   out.write("pytorch_version", c10::IValue("1.5.0"));

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "src/util/input_file.h"
+#include "src/util/json_text.h"
 
 namespace paisoar::report {
 namespace {
@@ -66,10 +67,25 @@ void note_mixed_configs(RunHistory& run, const std::string& file) {
                          "config its own run_dir");
 }
 
-// One record that parsed, by its event. Throws nlohmann::json::exception for a
-// field of the wrong type, before anything changed.
+// The fields the report reads as numbers; paisoar train writes each as a
+// finite number or null (no value).
+constexpr const char* kNumericFields[] = {"step", "epoch", "loss", "lr", "samples_per_s", "time", "world_size",
+                                          "accuracy"};
+
+void require_numbers(const nlohmann::json& record) {
+  for (const char* key : kNumericFields) {
+    const auto it = record.find(key);
+    if (it == record.end() || it->is_null()) continue;
+    if (!it->is_number()) throw util::JsonTextError(std::string("\"") + key + "\" is " + util::json_kind(*it));
+    if (!std::isfinite(it->get<double>())) throw util::JsonTextError(std::string("\"") + key + "\" is not finite");
+  }
+}
+
+// One record that parsed, by its event. Throws nlohmann::json::exception or
+// util::JsonTextError for a field of the wrong type, before anything changed.
 void take_record(const nlohmann::json& record, const std::string& file, size_t line_number, RunHistory& run,
                  ByStep& steps, ByStep& evals) {
+  require_numbers(record);
   const std::string event = record.value("event", "");
   const int64_t step = record["step"].get<int64_t>();
   if (event == "run_start") {
@@ -130,6 +146,13 @@ RunHistory read_run(const std::string& dir) {
   if (run.name.empty()) run.name = fs::absolute(root).lexically_normal().parent_path().filename().string();
   ByStep steps, evals;
   size_t line_number = 0, torn = 0, mistyped = 0;
+  // A field of the wrong type: the file was edited or written by another program.
+  const auto skip_mistyped = [&](const std::string& why) {
+    if (mistyped++ == 0) {
+      run.warnings.push_back(file + ":" + std::to_string(line_number) + ": a record with a field of the wrong type " +
+                             "was skipped (" + why + "); paisoar train writes numbers where numbers belong");
+    }
+  };
   std::string line;
   bool cut = false;
   while (in.read_line(line, kMaxLine, &cut)) {
@@ -148,12 +171,9 @@ RunHistory read_run(const std::string& dir) {
     try {
       take_record(record, file, line_number, run, steps, evals);
     } catch (const nlohmann::json::exception& e) {
-      // A field of the wrong type: the file was edited or written by another program.
-      if (mistyped++ == 0) {
-        run.warnings.push_back(file + ":" + std::to_string(line_number) + ": a record with a field of the wrong type " +
-                               "was skipped (" + std::string(e.what()).substr(std::string(e.what()).find(']') + 2) +
-                               "); paisoar train writes numbers where numbers belong");
-      }
+      skip_mistyped(util::json_error_text(e));
+    } catch (const util::JsonTextError& e) {
+      skip_mistyped(e.what());
     }
   }
   if (mistyped > 1) {

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "src/util/input_file.h"
+#include "src/util/text_check.h"
+#include "src/util/yaml_document.h"
 
 namespace paisoar::train {
 namespace {
@@ -28,7 +30,7 @@ T scalar_as(const YAML::Node& node, const char* type) {
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
-    throw ConfigError(std::string("expected ") + type + ", got '" + node.Scalar() + "'");
+    throw ConfigError(std::string("expected ") + type + ", got " + util::shown(node.Scalar()));
   }
 }
 
@@ -160,7 +162,7 @@ static size_t choice_index(const std::string& v, const std::vector<std::string>&
   if (it == choices.end()) {
     std::string list;
     for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-    throw ConfigError("'" + v + "' is not one of: " + list);
+    throw ConfigError(util::shown(v) + " is not one of: " + list);
   }
   return static_cast<size_t>(it - choices.begin());
 }
@@ -252,7 +254,7 @@ std::vector<std::string> ConfigSchema::keys() const {
   return out;
 }
 
-std::string ConfigSchema::closest(const std::string& path) const {
+std::string ConfigSchema::closest(const std::string& path, size_t* distance) const {
   // Candidates: every bound path and every section prefix.
   std::vector<std::string> candidates;
   for (const auto& f : fields_) {
@@ -268,7 +270,16 @@ std::string ConfigSchema::closest(const std::string& path) const {
     const size_t d = c.compare(0, path.size(), path) == 0 ? 1 : edit_distance(path, c);
     if (d < best_distance) best = c, best_distance = d;
   }
+  if (distance) *distance = best_distance;
   return best;
+}
+
+std::string ConfigSchema::unknown_key(const std::string& path) const {
+  size_t distance = 0;
+  const std::string best = closest(path, &distance);
+  // A suggestion far from what was typed (a garbled line) helps nobody.
+  const bool near = distance <= std::max<size_t>(2, path.size() / 3);
+  return "unknown key " + util::shown(path) + (near ? "; did you mean '" + best + "'?" : "");
 }
 
 std::vector<std::string> ConfigSchema::key_names(const YAML::Node& map, const std::string& prefix,
@@ -288,7 +299,7 @@ std::vector<std::string> ConfigSchema::key_names(const YAML::Node& map, const st
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     const auto [seen, fresh] = first_line.emplace(key, line);
     if (!fresh) {
-      throw ConfigError(where + "'" + path + "' is given twice (first on line " + std::to_string(seen->second) +
+      throw ConfigError(where + util::shown(path) + " is given twice (first on line " + std::to_string(seen->second) +
                         "); YAML would keep only one of them: keep one");
     }
     names.push_back(key);
@@ -314,8 +325,7 @@ void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, cons
       return f.path.compare(0, path.size() + 1, path + ".") == 0;
     });
     if (!is_section) {
-      throw ConfigError(source + ": unknown key '" + path + "'; did you mean '" + closest(path) +
-                        "'? (`paisoar train --print-config` lists every key)");
+      throw ConfigError(source + ": " + unknown_key(path) + " (`paisoar train --print-config` lists every key)");
     }
     if (!item.second.IsMap()) {
       throw ConfigError(source + ": " + path + " is a section; give it keys such as '" +
@@ -328,9 +338,9 @@ void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, cons
 void ConfigSchema::load_yaml(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(source + ": not valid YAML: " + e.what());
+    root = util::parse_yaml_document(text, source);
+  } catch (const util::YamlTextError& e) {
+    throw ConfigError(e.what());
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) throw ConfigError(source + ": expected a mapping of sections (model:, data:, ...)");
@@ -350,18 +360,18 @@ void ConfigSchema::load_file(const std::string& path) {
 void ConfigSchema::set(const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw ConfigError("--set '" + assignment + "': expected key=value, e.g. optimizer.lr=0.1");
+    throw ConfigError("--set " + util::shown(assignment) + ": expected key=value, e.g. optimizer.lr=0.1");
   }
   const std::string path = assignment.substr(0, eq);
   const Field* f = find(path);
   if (!f) {
-    throw ConfigError("--set: unknown key '" + path + "'; did you mean '" + closest(path) + "'?");
+    throw ConfigError("--set: " + unknown_key(path) + " (`paisoar train --print-config` lists every key)");
   }
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError("--set " + path + ": cannot parse the value: " + e.what());
+    value = util::parse_yaml_document(assignment.substr(eq + 1), "--set " + path);
+  } catch (const util::YamlTextError& e) {
+    throw ConfigError(e.what());
   }
   try {
     f->assign(value);

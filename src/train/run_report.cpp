@@ -103,9 +103,9 @@ void RunReport::step_done() {
 void RunReport::log_step(const StepLog& s) {
   if (!lead_) return;
   if (bar_) {
-    bar_->set_status(format("loss %.4f  lr %.4f", s.loss, s.lr));
+    bar_->set_status(format("loss %.4f  lr %.4g", s.loss, s.lr));
   } else {
-    std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4f  %.0f ms/step  %.0f samples/s  "
+    std::printf("epoch %lld step %lld/%lld  loss %.4f  lr %.4g  %.0f ms/step  %.0f samples/s  "
                 "(data wait %.1f ms/step; last step: backward %.0f ms, exposed comm %.1f ms)\n",
                 static_cast<long long>(s.epoch), static_cast<long long>(s.step),
                 static_cast<long long>(total_steps_), s.loss, s.lr, s.ms_per_step, s.samples_per_s,

@@ -225,6 +225,11 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
                                                  const std::shared_ptr<comm::Communicator>& comm) {
   auto loaded = manager.load_latest();
   const int64_t step = loaded ? metadata_int(loaded->checkpoint, "train.step") : 0;
+  if (loaded && step != loaded->step) {
+    C10_THROW_ERROR(Error, loaded->checkpoint.source + ": its metadata says train.step " + std::to_string(step) +
+                             " but its name says step " + std::to_string(loaded->step) +
+                             ": it was renamed or damaged; remove it to resume from the one before");
+  }
   // Every rank must resume from the same step (a node without the checkpoint
   // directory would start over and the ranks' collectives would not pair up).
   auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);

@@ -70,6 +70,12 @@ void require_fashion_mnist_size(const data::IdxDataset& set, const std::string& 
                         "these (examples/own_model)");
 }
 
+// The sampler would refuse an empty set too, but without naming the data.
+void require_samples(const data::Dataset& set, const std::string& source) {
+  if (set.size() > 0) return;
+  throw data::DataError(source + ": holds no samples; point data.path at a data set with at least one");
+}
+
 Data open_data(const DataConfig& c, int64_t num_classes) {
   Data d;
   if (c.format == "idx") {
@@ -86,6 +92,7 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
                                                     data::fashion_mnist_pipeline(std::move(augment)), train_options);
     auto eval = std::make_shared<data::IdxDataset>(eval_images, c.path + "/t10k-labels-idx1-ubyte.gz",
                                                    data::fashion_mnist_pipeline(), eval_options);
+    require_samples(*train, train_images);
     require_fashion_mnist_size(*train, train_images);
     require_fashion_mnist_size(*eval, eval_images);
     d.train = std::move(train);
@@ -94,6 +101,7 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
   }
   d.channels = 3;
   auto train = open_images(c, c.path, true);
+  require_samples(*train, "data.path '" + c.path + "'");
   const int64_t n = c.train_limit > 0 ? std::min(c.train_limit, train->size()) : train->size();
   d.train = std::make_shared<RangeView>(std::move(train), 0, n);
   if (!c.eval_path.empty()) d.eval = open_images(c, c.eval_path, false);

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "paisoar/format/safetensors.h"
+#include "src/util/json_text.h"
+#include "src/util/text_check.h"
 
 namespace paisoar::zero::detail {
 namespace {
@@ -33,13 +35,17 @@ const std::string& meta(const format::TensorFile& ck, const std::string& key) {
 
 // "<prefix><name>@<begin>[.<field>]" -> name, begin, field.
 bool parse_piece_key(const std::string& key, const std::string& prefix, std::string& name,
-                     int64_t& begin, std::string& field) {
+                     int64_t& begin, std::string& field, const std::string& source) {
   if (key.rfind(prefix, 0) != 0) return false;
   const size_t at = key.rfind('@');
   if (at == std::string::npos || at < prefix.size()) return false;
   name = key.substr(prefix.size(), at - prefix.size());
   const size_t dot = key.find('.', at);
-  begin = std::stoll(key.substr(at + 1, dot == std::string::npos ? std::string::npos : dot - at - 1));
+  const std::string digits = key.substr(at + 1, dot == std::string::npos ? std::string::npos : dot - at - 1);
+  TORCH_CHECK(!digits.empty() && digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos,
+              "'", source, "': tensor ", util::shown(key), " names no offset after its '@'; the shard file is damaged: ",
+              "restore it from the same save");
+  begin = std::stoll(digits);
   field = dot == std::string::npos ? "" : key.substr(dot + 1);
   return true;
 }
@@ -100,7 +106,20 @@ ShardSet read_shard_set(const std::string& dir) {
               "files of one save");
   set.metadata = files[0].metadata;
   set.dtype = meta(files[0], "zero.dtype");
-  for (const auto& entry : nlohmann::json::parse(meta(files[0], "zero.params"))) {
+  nlohmann::json params;
+  try {
+    params = util::parse_json_text(meta(files[0], "zero.params"));
+    for (const auto& entry : params) {
+      util::json_string(entry.at(0), "a parameter's name");
+      entry.at(1).get<std::vector<int64_t>>();
+    }
+  } catch (const std::exception& e) {  // util::JsonTextError or nlohmann's type and range errors
+    const auto* json_error = dynamic_cast<const nlohmann::json::exception*>(&e);
+    TORCH_CHECK(false, "'", files[0].source, "': metadata 'zero.params' is not a list of [name, shape] (",
+                json_error ? util::json_error_text(*json_error) : std::string(e.what()),
+                "); the shard file is damaged: restore it from the same save");
+  }
+  for (const auto& entry : params) {
     const std::string name = entry.at(0).get<std::string>();
     set.names.push_back(name);
     set.shapes[name] = entry.at(1).get<std::vector<int64_t>>();
@@ -113,13 +132,13 @@ ShardSet read_shard_set(const std::string& dir) {
     for (const auto& [key, t] : file.tensors) {
       std::string name, field;
       int64_t begin = 0;
-      if (parse_piece_key(key, "model.", name, begin, field)) {
+      if (parse_piece_key(key, "model.", name, begin, field, file.source)) {
         auto it = set.params.find(name);
         TORCH_CHECK(it != set.params.end() && begin >= 0 && begin + t.numel() <= it->second.numel(),
                     "'", file.source, "': piece '", key, "' lies outside the saved parameters");
         it->second.narrow(0, begin, t.numel()).copy_(t.reshape({-1}));
         covered[name] += t.numel();
-      } else if (parse_piece_key(key, "optim.", name, begin, field)) {
+      } else if (parse_piece_key(key, "optim.", name, begin, field, file.source)) {
         if (t.dim() == 0) {
           set.scalars[name][field] = t;
           continue;

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include <sys/stat.h>
 
 #include "paisoar/data/idx.h"
 
@@ -45,7 +48,7 @@ TEST(Idx, RoundTripsEveryTypePlainAndGzipped) {
 }
 
 TEST(Idx, BadFilesSayWhatIsWrong) {
-  EXPECT_NE(error_of("/nonexistent/x.idx").find("cannot open it"), std::string::npos);
+  EXPECT_NE(error_of("/nonexistent/x.idx").find("cannot open the IDX file '/nonexistent/x.idx'"), std::string::npos);
   const auto path = temp_path("bad.idx");
   {
     std::ofstream(path) << "PK\x03\x04 not idx";
@@ -67,6 +70,52 @@ TEST(Idx, BadFilesSayWhatIsWrong) {
     EXPECT_NE(std::string(e.what()).find("cannot hold dtype Bool"), std::string::npos);
   }
   EXPECT_FALSE(std::filesystem::exists(path)) << "no half-written file";
+}
+
+// zlib checks a gzip member's CRC and length only when it reads the trailer,
+// after the data: a file cut in its trailer or damaged in its body would pass
+// if reading stopped at the data the header announces.
+TEST(Idx, AGzipFileCutOrDamagedAnywhereIsRefused) {
+  const auto path = temp_path("cut.idx.gz");
+  // Over 32 KiB of data, so that zlib reaches the trailer only after it (its output buffer is 16 KiB).
+  write_idx(path, torch::arange(204800, torch::kInt32).remainder(251).to(torch::kUInt8).reshape({400, 512}));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto write = [&](const std::string& content) { std::ofstream(path, std::ios::binary) << content; };
+  for (size_t cut : {bytes.size() - 1, bytes.size() - 4, bytes.size() - 8, bytes.size() / 2}) {
+    write(bytes.substr(0, cut));
+    const std::string error = error_of(path);
+    EXPECT_NE(error.find("truncated"), std::string::npos) << "cut at " << cut << ": " << error;
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+  }
+  std::string crc = bytes;
+  crc[crc.size() - 8] = static_cast<char>(crc[crc.size() - 8] ^ 0x01);  // the stored CRC-32
+  write(crc);
+  const std::string crc_error = error_of(path);
+  EXPECT_NE(crc_error.find("corrupt gzip data (incorrect data check)"), std::string::npos) << crc_error;
+  EXPECT_NE(crc_error.find(path), std::string::npos) << crc_error;
+  std::string body = bytes;
+  body[body.size() / 2] = static_cast<char>(body[body.size() / 2] ^ 0x10);
+  write(body);  // refused for whatever it then decodes to: a bad code, more data than announced, a CRC
+  EXPECT_NE(error_of(path).find("IDX file '" + path + "'"), std::string::npos) << error_of(path);
+  write(bytes + bytes);  // two members: gzip(1) reads them as one stream, and so does the reader
+  EXPECT_NE(error_of(path).find("has bytes after the data"), std::string::npos) << error_of(path);
+  write(bytes + "junk");
+  EXPECT_NE(error_of(path).find("corrupt gzip data"), std::string::npos) << error_of(path);
+  write(bytes);
+  EXPECT_EQ(read_idx(path).numel(), 204800);
+  std::remove(path.c_str());
+}
+
+TEST(Idx, AFifoIsRefusedWithoutBlocking) {
+  const auto path = temp_path("fifo.idx.gz");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  const std::string error = error_of(path);
+  EXPECT_NE(error.find("IDX file '" + path + "' is a FIFO"), std::string::npos) << error;
+  std::remove(path.c_str());
 }
 
 TEST(Idx, ReadsDebiansFashionMnist) {

@@ -110,7 +110,10 @@ class ConfigSchema {
   static std::vector<std::string> key_names(const YAML::Node& map, const std::string& prefix,
                                             const std::string& source);
   const Field* find(const std::string& path) const;
-  std::string closest(const std::string& path) const;
+  // The bound path or section nearest to `path`, and how far it is.
+  std::string closest(const std::string& path, size_t* distance = nullptr) const;
+  // "unknown key 'x'", with the nearest key when it is near enough to help.
+  std::string unknown_key(const std::string& path) const;
 
   std::vector<Field> fields_;  // in binding order, which dump() keeps
 };

@@ -46,8 +46,8 @@ StoreServer::StoreServer(StoreServerOptions options) : options_(std::move(option
   addrinfo* found = nullptr;
   const std::string service = std::to_string(options_.port);
   if (int rc = ::getaddrinfo(options_.host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("paisoar launch: cannot resolve --master_addr '" + options_.host +
-                             "' for the rendezvous store: " + gai_strerror(rc) +
+    throw std::runtime_error("paisoar launch: cannot resolve the rendezvous host '" + options_.host +
+                             "' (--master_addr or --rdzv_endpoint) for the rendezvous store: " + gai_strerror(rc) +
                              ". Give an address of this machine.");
   }
   std::string last_error = "it resolves to no address";
