@@ -19,7 +19,6 @@
 #include <cerrno>
 #include <functional>
 #include <limits>
-#include <set>
 #include <vector>
 
 #include <unistd.h>
@@ -105,31 +104,22 @@ constexpr size_t kMaxDims = 64;
 // value nested deeper than a tensor entry's shape list (the root is depth 0,
 // an entry 1, its shape 2), since copying or printing a value recurses once
 // per level and a million '[' would overflow the stack; and a name that
-// appears twice in one object, since a JSON parser silently keeps only one.
+// appears twice in one object (util::parse_json_text), since a JSON parser
+// silently keeps only one.
 Json parse_header(const std::string& text, const std::function<void(const std::string&)>& bad) {
-  struct Refused {
-    std::string why;
-  };
-  std::vector<std::set<std::string>> keys(4);  // the keys seen so far in the open object at depths 0..3
-  const Json::parser_callback_t check = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
-      if (depth > 2) throw Refused{"it nests values deeper than a tensor's shape list"};
-      if (event == Json::parse_event_t::object_start) keys[static_cast<size_t>(depth) + 1].clear();
-    } else if (event == Json::parse_event_t::key && depth <= 2) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!keys[static_cast<size_t>(depth)].insert(key).second) {
-        throw Refused{(depth == 1 ? "tensor " : "key ") + util::shown(key) + " appears twice in the header"};
-      }
-    }
+  struct TooDeep {};
+  const Json::parser_callback_t depth_check = [](int depth, Json::parse_event_t event, Json&) {
+    const bool opens = event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
+    if (opens && depth > 2) throw TooDeep{};
     return true;
   };
   Json header;
   try {
-    header = Json::parse(text, check);
-  } catch (const Refused& r) {
-    bad(r.why);
-  } catch (const Json::exception& e) {
-    bad("the header is not JSON (" + util::json_error_text(e) + ")");
+    header = util::parse_json_text(text, depth_check);
+  } catch (const TooDeep&) {
+    bad("it nests values deeper than a tensor's shape list");
+  } catch (const util::JsonTextError& e) {
+    bad(std::string("its header: ") + e.what());
   }
   if (!header.is_object()) bad("the header is not a JSON object");
   return header;

@@ -80,12 +80,13 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("optimizer.name", &c.optimizer.name, "", {"sgd", "adamw", "lars", "lamb"});
   // lr and weight_decay multiply float32 parameters: past float32's largest
   // number they cannot be converted (torch stops there with a bare message).
-  const double kFloat32Max = std::numeric_limits<float>::max();
-  s.bind("optimizer.lr", &c.optimizer.lr, "for a global batch of lr_batch (linear scaling rule)",
-         positive(kFloat32Max));
+  Range up_to_float32 = positive(std::numeric_limits<float>::max());
+  up_to_float32.words = "positive (at most 3.4e38, float32's largest number)";
+  s.bind("optimizer.lr", &c.optimizer.lr, "for a global batch of lr_batch (linear scaling rule)", up_to_float32);
   s.bind("optimizer.lr_batch", &c.optimizer.lr_batch, "", at_least(1, kMaxBatch));
   s.bind("optimizer.momentum", &c.optimizer.momentum, "sgd, lars", below_one);
-  s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "", at_least(0, kFloat32Max));
+  s.bind("optimizer.weight_decay", &c.optimizer.weight_decay, "",
+         at_least(0, std::numeric_limits<float>::max(), "0 or more (at most 3.4e38, float32's largest number)"));
   s.bind("optimizer.clip_grad_norm", &c.optimizer.clip_grad_norm, "0: off", at_least(0, kMax, "0 (off) or more"));
   s.bind("schedule.decay", &c.schedule.decay, "after warmup", kDecayNames);
   s.bind("schedule.warmup_steps", &c.schedule.warmup_steps, "linear warmup from 0", at_least(0));

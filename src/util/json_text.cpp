@@ -3,6 +3,8 @@
 #include "src/util/json_text.h"
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "src/util/text_check.h"
 
@@ -33,8 +35,25 @@ nlohmann::json parse_json_text(std::string_view text, const nlohmann::json::pars
     throw JsonTextError("not valid JSON: a NUL byte at " + place(nul));
   }
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) throw JsonTextError("empty, not JSON");
+  // A name twice in one object: nlohmann keeps the last silently.
+  std::vector<std::set<std::string>> names;  // those seen in each open object, by depth
+  std::string twice;
+  const nlohmann::json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t event,
+                                                      nlohmann::json& parsed) {
+    const auto at = static_cast<size_t>(depth);
+    if (event == nlohmann::json::parse_event_t::object_start) {
+      if (names.size() <= at + 1) names.resize(at + 2);
+      names[at + 1].clear();
+    } else if (event == nlohmann::json::parse_event_t::key && twice.empty()) {
+      if (names.size() <= at) names.resize(at + 1);
+      const auto& name = parsed.get_ref<const std::string&>();
+      if (!names[at].insert(name).second) twice = name;
+    }
+    return callback ? callback(depth, event, parsed) : true;
+  };
+  nlohmann::json value;
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), callback);
+    value = nlohmann::json::parse(text.begin(), text.end(), check);
   } catch (const nlohmann::json::parse_error& e) {
     std::string why = json_error_text(e);
     // "parse error at line 1, column 5: syntax error while parsing value - invalid literal"
@@ -42,6 +61,8 @@ nlohmann::json parse_json_text(std::string_view text, const nlohmann::json::pars
     if (syntax != std::string::npos) why = why.substr(syntax + 27);
     throw JsonTextError("not valid JSON at " + place(e.byte == 0 ? 0 : e.byte - 1) + " (" + why + ")");
   }
+  if (!twice.empty()) throw JsonTextError("the name " + shown(twice) + " appears twice in one object (JSON keeps one)");
+  return value;
 }
 
 std::string json_kind(const nlohmann::json& value) {

@@ -20,7 +20,9 @@ class JsonTextError : public std::runtime_error {
 };
 
 // The one JSON value `text` holds. Refuses a NUL byte (nlohmann's parser stops
-// at it and keeps what came before) and anything after the value.
+// at it and keeps what came before), anything after the value, and a name
+// given twice in one object (nlohmann keeps the last). `callback` sees every
+// parse event as nlohmann's parser_callback_t does.
 nlohmann::json parse_json_text(std::string_view text, const nlohmann::json::parser_callback_t& callback = nullptr);
 
 // An nlohmann exception's message without its "[json.exception.<kind>.<id>] "

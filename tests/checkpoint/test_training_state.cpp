@@ -160,5 +160,52 @@ TEST(TrainingState, AnotherOptimizerOrLayoutIsAnError) {
   expect_error([&] { capture_training_state({}, {{"optim.x", "1"}}); }, {"optim.x", "reserved"});
 }
 
+// A parameter without state is legitimate (it never had a gradient); a state
+// tensor dropped from a file whose list names it is damage, and so is
+// metadata that is not what the writer gives it.
+TEST(TrainingState, ADroppedStateTensorOrDamagedOptimizerMetadataIsRefused) {
+  auto model = make_model();
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  train(model, sgd, Data(), 1);
+  const format::TensorFile intact = capture_training_state({model.ptr().get(), &sgd});
+  auto fresh = [&] {
+    return std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  };
+
+  format::TensorFile dropped = intact;
+  dropped.source = "a.safetensors";
+  ASSERT_EQ(dropped.tensors.erase("optim.0.momentum_buffer"), 1u);
+  auto sgd2 = fresh();
+  expect_error([&] { optim::restore_optimizer_state(*sgd2, dropped); },
+               {"a.safetensors", "parameter 0 holds 'none' but the file lists 'momentum_buffer'", "damaged"});
+  EXPECT_TRUE(sgd2->state().empty());
+
+  const std::pair<const char*, const char*> damaged_metadata[] = {
+      {"optim.groups", "[{"}, {"optim.groups", "[1]"}, {"optim.groups", "{}"},
+      {"optim.scalar_fields", "[]"}, {"optim.scalar_fields", "{\"step\": 3}"}, {"optim.fields", "[[1]]"}};
+  for (const auto& [key, value] : damaged_metadata) {
+    format::TensorFile c = intact;
+    c.source = "b.safetensors";
+    c.metadata[key] = value;
+    auto sgd3 = fresh();
+    try {
+      optim::restore_optimizer_state(*sgd3, c);
+      ADD_FAILURE() << key << "=" << value << " accepted";
+    } catch (const c10::Error& e) {
+      const std::string message = e.what_without_backtrace();
+      EXPECT_NE(message.find("b.safetensors"), std::string::npos) << message;
+      EXPECT_NE(message.find(key), std::string::npos) << message;
+      EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+    }
+    EXPECT_TRUE(sgd3->state().empty()) << key << "=" << value;
+  }
+  // A file written before optim.fields existed is read as before.
+  format::TensorFile older = intact;
+  older.metadata.erase("optim.fields");
+  auto sgd4 = fresh();
+  optim::restore_optimizer_state(*sgd4, older);
+  EXPECT_FALSE(sgd4->state().empty());
+}
+
 }  // namespace
 }  // namespace paisoar::checkpoint

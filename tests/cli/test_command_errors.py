@@ -79,3 +79,26 @@ def test_zero_consolidate_refuses_to_overwrite_a_shard(paisoar, tmp_path):
     assert shard.read_bytes() == before
     r = paisoar("zero-consolidate", step_dirs[-1], tmp_path / "full.safetensors")
     assert r.code == 0, r
+
+
+@pytest.mark.parametrize("args, command, choices", [
+    (("convert",), "paisoar convert", "idx, folder"),
+    (("bench",), "paisoar bench", "comm"),
+])
+def test_a_command_without_its_subcommand_names_the_choices(paisoar, args, command, choices):
+    r = paisoar(*args)
+    assert r.code == 2, r
+    assert r.err.startswith(f"{command}: a command is required; give one of: "), r
+    assert choices in r.err and f"({command} --help)" in r.err, r
+
+
+def test_an_unknown_bench_names_the_word_given(paisoar):
+    r = paisoar("bench", "nosuch")
+    assert r.code == 2, r
+    assert "paisoar bench: unknown command 'nosuch'; give one of: comm" in r.err, r
+
+
+def test_zero_consolidate_with_an_empty_output_path(paisoar, tmp_path):
+    r = paisoar("zero-consolidate", tmp_path, "")
+    assert r.code == 2, r
+    assert "out is empty" in r.err and "full.safetensors" in r.err, r

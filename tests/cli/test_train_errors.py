@@ -142,3 +142,23 @@ def test_run_dir_that_cannot_be_written(paisoar, tmp_path):
     assert r.code != 0, r
     assert f"{blocker}/run/checkpoints" in r.err and "Not a directory" in r.err, r
     assert "a directory you can write to" in r.err and "set run_dir or checkpoint.dir" in r.err, r
+
+
+@pytest.mark.parametrize("text, words", [
+    (b"seed: 1\noptimizer:\n  l\x01r: 0.1\n", "bad.yaml:3:4: byte 0x01 (a control character)"),
+    (b"seed: 1\xff\n", "bad.yaml:1:8: byte 0xFF (not UTF-8 text)"),
+    (b'run_dir: "runs/x\n', "the text ends inside something it opened"),
+    (b"seed: 1\n---\nseed: 2\n", "holds 2 YAML documents"),
+    (b"optimizer:\n\tlr: 0.1\n", "bad.yaml:2:"),
+])
+def test_config_text_that_is_not_one_clean_yaml_document(paisoar, tmp_path, text, words):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(text)
+    r = paisoar("train", "--config", path)
+    config_error(r, words)
+    assert "yaml-cpp" not in r.err, r
+
+
+def test_a_set_value_with_a_quote_left_open(paisoar):
+    r = paisoar("train", "--config", CONFIG, "--set", 'run_dir="runs/x')
+    config_error(r, "--set run_dir: not valid YAML: the text ends inside something it opened")

@@ -2,6 +2,7 @@
 // errors for a missing root, no class folders and an empty class folder.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -53,3 +54,24 @@ TEST(FolderScan, ErrorsNameTheFolder) {
 }
 
 }  // namespace
+
+// Directory links are followed, but a link back to the class folder or to the
+// root (a loop) lists nothing twice: each directory is entered once.
+TEST(FolderScan, ALinkLoopListsEveryImageOnce) {
+  TempDir root("folder_scan");
+  std::filesystem::create_directories(root / "cat/deeper");
+  std::filesystem::create_directories(root / "dog");
+  touch(root / "cat/a.png");
+  touch(root / "cat/deeper/b.png");
+  touch(root / "dog/c.png");
+  std::filesystem::create_directory_symlink(root / "cat", root / "cat/deeper/loop");
+  std::filesystem::create_directory_symlink(root.path(), root / "cat/to_root");
+  std::filesystem::create_directory_symlink(root / "dog", root / "cat/other");  // another class's folder, once
+  std::vector<std::string> classes;
+  const auto files = scan_image_folder(root.path(), &classes);
+  ASSERT_EQ(classes, (std::vector<std::string>{"cat", "dog"}));
+  std::vector<std::string> names;
+  for (const auto& [path, label] : files) names.push_back(std::filesystem::path(path).filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a.png", "b.png", "c.png", "c.png"})) << "dog/c.png via cat/other, once";
+}

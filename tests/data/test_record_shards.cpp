@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "paisoar/data/data_error.h"
 #include "paisoar/data/record_shards.h"
 #include "tests/support/expect_error.h"
@@ -276,6 +278,78 @@ TEST(RecordShards, ManifestRoundTripAndErrors) {
   std::ofstream(dir / "dataset.json")
       << R"({"format": "paisoar-shards-v1", "classes": [], "shards": [{"file": "x.tar", "records": 1}]})";
   expect_error_of<DataError>([&] { paisoar::data::read_manifest(dir.path()); }, {"\"classes\" is empty"});
+  // Each field read for what it must be, in words: never nlohmann's own text.
+  const std::pair<std::string, const char*> lies[] = {
+      {R"({"format": "paisoar-shards-v1", "classes": ["a"], "records": 8.5, "shards": [{"file": "x.tar", "records": 8}]})",
+       "\"records\" must be an integer, got a number with a fraction"},
+      {R"({"format": "paisoar-shards-v1", "classes": ["a"], "records": 2, "shards": [{"file": "x.tar", "records": 1}, )"
+       R"({"file": "x.tar", "records": 1}]})",
+       "shard 'x.tar' is listed twice"},
+      {R"({"format": "paisoar-shards-v1", "classes": ["a", "a"], "records": 1, "shards": [{"file": "x.tar", "records": 1}]})",
+       "class 'a' is listed twice"},
+      {R"({"format": "paisoar-shards-v1", "classes": [1, 2], "records": 1, "shards": []})",
+       "\"classes\" must be a list of strings, one item is a number"},
+      {R"({"format": "paisoar-shards-v1", "classes": ["a"], "records": 1, "shards": [{"file": 3, "records": 1}]})",
+       "\"file\" of shard 0 must be a string, got a number"},
+      {R"({"format": "paisoar-shards-v1", "classes": ["b"], "classes": ["a"], "shards": []})",
+       "the name 'classes' appears twice in one object"},
+      {R"({"format": "paisoar-shards-v1", "classes": ["a"], "records": "8", "shards": []})",
+       "\"records\" must be an integer, got a string"},
+      {std::string(R"({"format": "paisoar-shards-v1", "classes": ["a"], "records": 0, "shards": []})") + '\0' + "x",
+       "a NUL byte at line 1"},
+      {"{\"format\": \"paisoar-shards-v1\",\n \"classes\": [\"a\"\n", "not valid JSON at line 3"},
+      {"  \n", "empty, not JSON"},
+  };
+  for (const auto& [text, words] : lies) {
+    std::ofstream(dir / "dataset.json", std::ios::binary) << text;
+    try {
+      paisoar::data::read_manifest(dir.path());
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const DataError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(words), std::string::npos) << message;
+      EXPECT_NE(message.find(dir / "dataset.json"), std::string::npos) << message;
+      EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+    }
+  }
+}
+
+// The label is in the index and, as a member of its own, in the tar: an index
+// that says another class than the shard trains on a wrong label unless the
+// two are compared.
+TEST(RecordShards, AnIndexLabelOtherThanTheShardsIsRefusedAtRead) {
+  TempDir dir("shards");
+  const auto records = sample_records();
+  const auto path = dir / "a.tar";
+  paisoar::testing::write_shard(path, records);
+  ASSERT_EQ(records[0].label, 0);
+  std::string idx = paisoar::testing::read_file_bytes(path + ".idx");
+  const size_t line2 = idx.find('\n') + 1;
+  idx[idx.find('\t', line2) + 1] = '7';
+  std::ofstream(path + ".idx", std::ios::binary) << idx;
+  ShardReader reader(path);
+  EXPECT_EQ(reader.read(1), records[1].payload);
+  expect_error_of<DataError>([&] { reader.read(0); },
+                             {path.c_str(), "record 0 ", "the index gives label 7 but the shard's label member holds '0'"});
+}
+
+TEST(RecordShards, FifosAndBytesThatAreNotTextAreNamedNotWaitedOn) {
+  TempDir dir("shards");
+  const auto path = dir / "a.tar";
+  paisoar::testing::write_shard(path, sample_records());
+  const std::string idx = paisoar::testing::read_file_bytes(path + ".idx");
+  std::string damaged = idx;
+  damaged[damaged.find('\t', damaged.find('\n') + 1) + 1] = '\x01';
+  std::ofstream(path + ".idx", std::ios::binary) << damaged;
+  expect_error_of<DataError>([&] { ShardReader reader(path); }, {"line 2", "label '\\x01'"});
+  fs::remove(path + ".idx");
+  ASSERT_EQ(::mkfifo((path + ".idx").c_str(), 0600), 0);
+  expect_error_of<DataError>([&] { ShardReader reader(path); }, {(path + ".idx").c_str(), "FIFO"});
+  fs::remove(path + ".idx");
+  std::ofstream(path + ".idx", std::ios::binary) << idx;
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  expect_error_of<DataError>([&] { ShardReader reader(path); }, {path.c_str(), "FIFO"});
 }
 
 }  // namespace

@@ -72,11 +72,11 @@ TEST(ShardDataset, DecodesEveryRecordOfAConversion) {
 TEST(ShardDataset, SkipsEmptyShards) {
   TempDir dir("shard_dataset");
   paisoar::testing::write_shard(dir / "a.tar", {pgm_record("a0", 0, 10), pgm_record("a1", 1, 11), pgm_record("a2", 2, 12)});
-  paisoar::testing::write_shard(dir / "empty.tar", {});
+  for (const char* empty : {"empty0.tar", "empty1.tar", "empty2.tar"}) paisoar::testing::write_shard(dir / empty, {});
   paisoar::testing::write_shard(dir / "b.tar", {pgm_record("b0", 3, 13), pgm_record("b1", 4, 14)});
   ShardManifest manifest;
   manifest.classes = {"0", "1", "2", "3", "4"};
-  manifest.shards = {"empty.tar", "a.tar", "empty.tar", "b.tar", "empty.tar"};
+  manifest.shards = {"empty0.tar", "a.tar", "empty1.tar", "b.tar", "empty2.tar"};  // a shard listed twice is refused
   manifest.records = {0, 3, 0, 2, 0};
   write_manifest(dir.path(), manifest);
   ShardDataset dataset(dir.path(), gray_pipeline());

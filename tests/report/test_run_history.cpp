@@ -135,6 +135,23 @@ TEST_F(RunHistoryTest, RecordsOfTheWrongTypeAndOverlongLinesAreSkippedWithTheirL
   EXPECT_NE(all.find("2 records with fields of the wrong type were skipped in all"), std::string::npos) << all;
 }
 
+// The charts read these fields as numbers: a string, list or boolean there
+// would be drawn as a gap, silently. (A number past double's range, 1e400,
+// fails nlohmann's parser: a torn line.)
+TEST_F(RunHistoryTest, NumericFieldsHoldingSomethingElseAreSkippedWithAWarning) {
+  write(step(10, 3.0) + "{\"step\":20,\"loss\":\"abc\"}\n" + "{\"step\":30,\"loss\":1,\"lr\":[1]}\n" +
+        "{\"step\":40,\"loss\":1,\"samples_per_s\":true}\n" + "{\"step\":50,\"loss\":1e400}\n" +
+        "{\"step\":60,\"loss\":null}\n" + step(70, 1.0));
+  const RunHistory run = read_run(dir_);
+  ASSERT_EQ(run.steps.size(), 3u);  // 10, 60 (null: no value) and 70
+  std::string all;
+  for (const auto& w : run.warnings) all += w + "\n";
+  EXPECT_NE(all.find("metrics.jsonl:2: a record with a field of the wrong type was skipped (\"loss\" is a string)"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("3 records with fields of the wrong type were skipped in all"), std::string::npos) << all;
+  EXPECT_NE(all.find("metrics.jsonl:5: a torn or unreadable line was skipped"), std::string::npos) << all;
+}
+
 TEST(NumberAt, ReadsNestedNumbersAndSaysNanForTheRest) {
   const auto record = nlohmann::json::parse(R"({"a": 1.5, "p": {"forward": 2}, "s": "x"})");
   EXPECT_EQ(number_at(record, "a"), 1.5);
