@@ -15,6 +15,7 @@
 #include "paisoar/format/safetensors.h"
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
+#include "src/util/json_text.h"
 #include "src/util/output_path.h"
 #include "src/zero/shard_set.h"
 
@@ -134,8 +135,23 @@ format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
   auto& inner = z.inner();
   format::TensorFile optim;
   optim.source = dir;
-  for (const char* key : {"optim.type", "optim.scalar_fields"}) optim.metadata[key] = set.metadata.at(key);
-  nlohmann::json groups = nlohmann::json::parse(set.metadata.at("optim.groups"));
+  const auto saved = [&](const char* key) -> const std::string& {
+    const auto it = set.metadata.find(key);
+    TORCH_CHECK(it != set.metadata.end(), "ZeRO checkpoint '", dir, "' has no '", key,
+                "' in its metadata; restore the files of one complete save");
+    return it->second;
+  };
+  for (const char* key : {"optim.type", "optim.scalar_fields"}) optim.metadata[key] = saved(key);
+  nlohmann::json groups;
+  try {
+    groups = util::parse_json_text(saved("optim.groups"));
+  } catch (const util::JsonTextError& e) {
+    TORCH_CHECK(false, "ZeRO checkpoint '", dir, "': metadata 'optim.groups' is ", e.what(),
+                "; restore the files of one complete save");
+  }
+  TORCH_CHECK(groups.is_array() && std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.is_object(); }),
+              "ZeRO checkpoint '", dir, "': metadata 'optim.groups' is not a list of groups; restore the files of "
+              "one complete save");
   TORCH_CHECK(groups.size() == inner.param_groups().size(), "ZeRO checkpoint '", dir, "' has ", groups.size(),
               " optimizer groups, this optimizer ", inner.param_groups().size(),
               "; build the optimizer with the groups it was saved with");
