@@ -60,6 +60,8 @@ nlohmann::json parse_json_text(std::string_view text, const nlohmann::json::pars
     const size_t syntax = why.find("syntax error while parsing ");
     if (syntax != std::string::npos) why = why.substr(syntax + 27);
     throw JsonTextError("not valid JSON at " + place(e.byte == 0 ? 0 : e.byte - 1) + " (" + why + ")");
+  } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range, found while parsing
+    throw JsonTextError("not valid JSON (" + json_error_text(e) + ")");
   }
   if (!twice.empty()) throw JsonTextError("the name " + shown(twice) + " appears twice in one object (JSON keeps one)");
   return value;

@@ -4,11 +4,30 @@
 // wrote, which is how the error is recognised and worded.
 #include "src/util/yaml_document.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
+#include <sstream>
 
 #include "src/util/text_check.h"
 
 namespace paisoar::util {
+namespace {
+
+// Parses a document and keeps nothing: only whether there is one is wanted.
+struct IgnoreEvents : YAML::EventHandler {
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
 
 YAML::Node parse_yaml_document(std::string_view text, const std::string& source) {
   if (const auto fault = find_non_text(text)) {
@@ -16,9 +35,19 @@ YAML::Node parse_yaml_document(std::string_view text, const std::string& source)
                         fault->what + "; YAML is UTF-8 text: remove it, or save the file as UTF-8 text");
   }
   const auto lines = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
-  std::vector<YAML::Node> documents;
+  const std::string sentinelled = std::string(text) + "\n...\n";
+  YAML::Node document;
+  bool more = false;
   try {
-    documents = YAML::LoadAll(std::string(text) + "\n...\n");
+    document = YAML::Load(sentinelled);
+    // A second document, looked for with at most two calls: YAML::LoadAll
+    // loops forever on some malformed texts (found by fuzz_config), asking
+    // for documents that never end.
+    std::istringstream in(sentinelled);
+    YAML::Parser parser(in);
+    IgnoreEvents ignore;
+    parser.HandleNextDocument(ignore);
+    more = parser.HandleNextDocument(ignore);
   } catch (const YAML::Exception& e) {
     if (e.mark.line + 1 > lines) {
       throw YamlTextError(source + ": not valid YAML: the text ends inside something it opened (" + e.msg +
@@ -27,12 +56,11 @@ YAML::Node parse_yaml_document(std::string_view text, const std::string& source)
     throw YamlTextError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                         ": not valid YAML: " + e.msg + "; fix the YAML at that place");
   }
-  if (documents.size() > 1) {
-    throw YamlTextError(source + ": holds " + std::to_string(documents.size()) +
-                        " YAML documents (separated by ---); it must hold one: remove the --- and what should not "
-                        "be there");
+  if (more) {
+    throw YamlTextError(source + ": holds more than one YAML document (separated by ---); it must hold one: remove "
+                        "the --- and what should not be there");
   }
-  return documents.empty() ? YAML::Node() : documents.front();
+  return document;
 }
 
 }  // namespace paisoar::util

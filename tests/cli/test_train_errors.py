@@ -148,7 +148,7 @@ def test_run_dir_that_cannot_be_written(paisoar, tmp_path):
     (b"seed: 1\noptimizer:\n  l\x01r: 0.1\n", "bad.yaml:3:4: byte 0x01 (a control character)"),
     (b"seed: 1\xff\n", "bad.yaml:1:8: byte 0xFF (not UTF-8 text)"),
     (b'run_dir: "runs/x\n', "the text ends inside something it opened"),
-    (b"seed: 1\n---\nseed: 2\n", "holds 2 YAML documents"),
+    (b"seed: 1\n---\nseed: 2\n", "holds more than one YAML document"),
     (b"optimizer:\n\tlr: 0.1\n", "bad.yaml:2:"),
 ])
 def test_config_text_that_is_not_one_clean_yaml_document(paisoar, tmp_path, text, words):

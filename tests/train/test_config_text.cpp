@@ -62,8 +62,8 @@ TEST(ConfigText, SomethingLeftOpenAtTheEndIsRefused) {
 }
 
 TEST(ConfigText, SeveralDocumentsAreRefused) {
-  EXPECT_NE(text_config_error("seed: 1\n---\nseed: 2\n").find("test.yaml: holds 2 YAML documents"), std::string::npos);
-  EXPECT_NE(text_config_error("seed: 1\n---\n").find("holds 2 YAML documents"), std::string::npos);
+  EXPECT_NE(text_config_error("seed: 1\n---\nseed: 2\n").find("test.yaml: holds more than one YAML document"), std::string::npos);
+  EXPECT_NE(text_config_error("seed: 1\n---\n").find("holds more than one YAML document"), std::string::npos);
 }
 
 TEST(ConfigText, SyntaxErrorsNameLineAndColumnWithoutTheLibrary) {
