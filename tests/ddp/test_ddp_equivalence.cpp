@@ -352,11 +352,17 @@ TEST(Ddp, StaticGraphGivesTheSameResult) {
 // with zero gradients, so theirs are their own sum over the world size.
 TEST(Ddp, AJoinedRankShadowsTheOthersBackward) {
   paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    torch::manual_seed(0);
     auto model = paisoar::testing::make_mlp();
-    torch::manual_seed(0);
     auto alone = paisoar::testing::make_mlp();
     DistributedDataParallel<torch::nn::Sequential> ddp(model, comm, tiny_buckets());
+    // The ranks are threads sharing torch's generator, so seeding cannot make
+    // two models equal: `alone` copies the parameters DDP broadcast from rank 0.
+    {
+      torch::NoGradGuard no_grad;
+      const auto from = model->parameters();
+      const auto to = alone->parameters();
+      for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
     const auto x = torch::ones({4, 8}) * (rank + 1);
     ddp(x).sum().backward();  // both ranks train: the buckets are rebuilt here
     model->zero_grad();
