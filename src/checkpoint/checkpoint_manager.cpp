@@ -102,19 +102,32 @@ std::vector<CheckpointFile> CheckpointManager::list() const {
   return files;
 }
 
-std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest() const {
+std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(
+    const std::function<void(const Loaded&)>& accept) const {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
+    if (step_of(entry.path().filename().string()) && !entry.is_regular_file(error)) {
+      std::cerr << "warning: skipping checkpoint '" << entry.path().string()
+                << "': it is not a regular file (a dangling link, a directory?); remove it" << std::endl;
+    }
+  }
   const std::vector<CheckpointFile> files = list();
+  std::string newest_error;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
-      return Loaded{it->step, format::load_safetensors(it->path)};
+      Loaded loaded{it->step, format::load_safetensors(it->path)};
+      if (accept) accept(loaded);
+      return loaded;
     } catch (const c10::Error& e) {
+      if (newest_error.empty()) newest_error = e.what_without_backtrace();
       std::cerr << "warning: skipping checkpoint '" << it->path << "': " << e.what_without_backtrace()
                 << (std::next(it) != files.rend() ? "; falling back to '" + std::next(it)->path + "'" : std::string())
                 << std::endl;
     }
   }
   TORCH_CHECK(files.empty(), "CheckpointManager: none of the ", files.size(), " checkpoints in '", options_.dir,
-              "' can be read (see the warnings above); remove them to start from scratch");
+              "' can be used (the newest: ", newest_error,
+              "); remove them to start from scratch, or point checkpoint.dir elsewhere");
   return std::nullopt;
 }
 

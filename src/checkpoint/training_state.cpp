@@ -6,8 +6,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 #include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
 #include <torch/utils.h>
 
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -102,6 +104,20 @@ format::TensorFile capture_training_state(const TrainingState& state, format::Me
   checkpoint.metadata = std::move(metadata);
   if (state.model != nullptr) add_module_state(*state.model, checkpoint.tensors);
   if (state.optimizer != nullptr) optim::add_optimizer_state(*state.optimizer, checkpoint.tensors, checkpoint.metadata);
+  if (state.model != nullptr && state.optimizer != nullptr) {
+    // Which parameter each optimizer index is, by name: what a reader that
+    // reshards the optimizer state (zero::ShardSet) needs.
+    std::map<const void*, std::string> names;
+    for (const auto& p : state.model->named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
+    nlohmann::json order = nlohmann::json::array();
+    for (const auto& group : state.optimizer->param_groups()) {
+      for (const auto& p : group.params()) {
+        const auto it = names.find(p.unsafeGetTensorImpl());
+        order.push_back(it == names.end() ? std::string() : it->second);
+      }
+    }
+    checkpoint.metadata[kOptimizerNamesKey] = order.dump();
+  }
   if (state.cpu_rng) add_rng_state(checkpoint.tensors);
   return checkpoint;
 }

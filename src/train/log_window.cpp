@@ -1,5 +1,6 @@
 // LogWindow: differences of the profiler's running totals give the window's
-// phase means; one allgather of [step ms, busy ms, resident MB, allocated MB]
+// phase means; one allgather of [step ms, busy ms, resident MB, allocated MB,
+// epoch mean loss]
 // gives the ranks' figures.
 #include "src/train/log_window.h"
 
@@ -19,7 +20,8 @@ double megabytes(int64_t bytes) { return bytes < 0 ? -1 : static_cast<double>(by
 }  // namespace
 
 void LogWindow::close(comm::Communicator& world, const profiler::StepProfiler& prof, int64_t step,
-                      double train_s, double exposed_comm_s, c10::Device device, StepLog& log) {
+                      double train_s, double exposed_comm_s, c10::Device device, double loss,
+                      StepLog& log) {
   const int64_t steps = std::max<int64_t>(step - step_, 1);
   const double step_ms = 1e3 * (train_s - train_s_) / static_cast<double>(steps);
   const profiler::ProfileSummary now = prof.summary();
@@ -36,9 +38,15 @@ void LogWindow::close(comm::Communicator& world, const profiler::StepProfiler& p
   int64_t allocated = -1;
   if (device.is_cpu() || device.is_cuda()) allocated = memory::device_memory(device).current_bytes;
   const auto rows = profiler::gather_rank_rows(
-      world, {step_ms, std::max(step_ms - comm_ms, 0.0), megabytes(memory::resident_bytes()), megabytes(allocated)});
+      world, {step_ms, std::max(step_ms - comm_ms, 0.0), megabytes(memory::resident_bytes()), megabytes(allocated),
+              loss});
   log.ranks.clear();
-  for (const auto& row : rows) log.ranks.push_back(RankLog{row[0], row[1], row[2], row[3]});
+  double loss_sum = 0;
+  for (const auto& row : rows) {
+    log.ranks.push_back(RankLog{row[0], row[1], row[2], row[3]});
+    loss_sum += row[4];
+  }
+  log.loss = loss_sum / static_cast<double>(rows.size());
   step_ = step;
   train_s_ = train_s;
   last_ = now;

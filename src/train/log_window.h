@@ -30,8 +30,11 @@ class LogWindow {
   // Fills log.phases_ms (profiler on) and log.ranks with the window ending
   // after step `step` at training time `train_s`, then starts the next.
   // `exposed_comm_s`: the last step's, used for busy time when the profiler is off.
+  // log.loss becomes the mean of `loss` (this rank's epoch mean; a
+  // pipeline gives every stage the loss) over the ranks, so it is the global
+  // batch's loss whatever the number of ranks.
   void close(comm::Communicator& world, const profiler::StepProfiler& prof, int64_t step, double train_s,
-             double exposed_comm_s, c10::Device device, StepLog& log);
+             double exposed_comm_s, c10::Device device, double loss, StepLog& log);
 
  private:
   int64_t step_;

@@ -7,15 +7,12 @@
 
 #include "paisoar/hybrid/stage_sync.h"
 #include "src/train/stage_plan.h"
-#include "src/train/trainer_checkpoint.h"
 
 namespace paisoar::train {
 
 PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows,
                              torch::Device device, comm::Communicator& world, hybrid::HybridMesh& mesh,
-                             const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler) {
-  std::optional<std::vector<int>> resumed_bounds;
-  if (config.checkpoint.resume) resumed_bounds = checkpointed_pipeline_bounds(checkpoints);
+                             const std::optional<std::vector<int>>& resumed_bounds, amp::GradScaler& scaler) {
   const pipeline::PartitionPlan plan =
       choose_plan(task, config, micro_rows, device, world, resumed_bounds, &description_);
   bounds_ = bounds_text(plan);

@@ -6,10 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/pipeline/pipeline.h"
 #include "src/train/micro_steps.h"
@@ -20,11 +20,11 @@ namespace paisoar::train {
 class PipelineSteps : public MicroSteps {
  public:
   // Collective over `world`: a new run profiles task.layers on `micro_rows`
-  // samples and every rank takes rank 0's cut; a resume cuts where the
-  // checkpoint in `checkpoints` did. `scaler` must outlive this.
+  // samples and every rank takes rank 0's cut; a resume cuts where its
+  // checkpoint did (`resumed_bounds`). `scaler` must outlive this.
   PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows, torch::Device device,
                 comm::Communicator& world, hybrid::HybridMesh& mesh,
-                const checkpoint::CheckpointManager& checkpoints, amp::GradScaler& scaler);
+                const std::optional<std::vector<int>>& resumed_bounds, amp::GradScaler& scaler);
 
   StepOutcome run(int64_t step, StepTools& tools) override;
   std::shared_ptr<torch::nn::Module> model() const override { return pipe_->module().ptr(); }

@@ -46,14 +46,15 @@ RankPlace place_of(const comm::Communicator& world, const comm::Communicator& da
 std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTask& task, const RunPlan& plan,
                                             const RankPlace& place, comm::Communicator& world,
                                             hybrid::HybridMesh* mesh,
-                                            const checkpoint::CheckpointManager& checkpoints,
+                                            const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
                                             amp::GradScaler& scaler) {
   if (c.parallel.pipeline == 1) {
     return std::make_unique<DataParallelSteps>(task, plan.accumulation, plan.precision.policy,
                                                !c.activation_checkpointing.empty());
   }
   const int64_t micro_rows = plan.loader.batch_size / c.parallel.micro_batches;
-  return std::make_unique<PipelineSteps>(task, c, micro_rows, place.device, world, *mesh, checkpoints, scaler);
+  return std::make_unique<PipelineSteps>(task, c, micro_rows, place.device, world, *mesh,
+                                         checkpointed_pipeline_bounds(newest), scaler);
 }
 
 }  // namespace
@@ -69,8 +70,9 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       loader_(task.train_data, loader_options(config, place_)),
       plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
       checkpoints_(open_checkpoints(plan_.checkpoint, world_)),
+      newest_(config.checkpoint.resume ? newest_checkpoint(checkpoints_) : std::nullopt),
       scaler_(plan_.scaler, world_),
-      micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, checkpoints_, scaler_)),
+      micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_)),
       sync_(config, micro_->model(), data_comm_, plan_.lr, env.job.local_world_size),  // ZeRO: collective, shards the model now
       schedule_(sync_.optimizer(), plan_.schedule),
       state_(trainer_state()),
@@ -98,13 +100,11 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
 }
 
 TrainerState TrainRun::trainer_state() {
-  TrainerState state{task_.model.get(), &sync_.optimizer(), &schedule_, &scaler_, sync_.zero()};
+  TrainerState state{task_.model.get(), &sync_.optimizer(), &schedule_, &scaler_, sync_.zero(), world_, data_comm_};
   if (mesh_) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
     state.part_name = "p" + std::to_string(mesh_->pipeline_rank()) + "-t" + std::to_string(mesh_->tensor_rank());
-    state.part_group = data_comm_;
-    state.world = world_;
     state.part_layout = "pipeline " + std::to_string(config_.parallel.pipeline) + " x tensor " +
                         std::to_string(config_.parallel.tensor);
     if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
@@ -114,7 +114,7 @@ TrainerState TrainRun::trainer_state() {
 
 ResumePoint TrainRun::resume() {
   if (!config_.checkpoint.resume) return {};
-  std::optional<ResumePoint> point = restore_trainer_state(checkpoints_, state_, world_);
+  std::optional<ResumePoint> point = restore_trainer_state(newest_, checkpoints_, state_, batch_shape(), world_);
   if (!point) return {};
   if (point->loader.batch % plan_.accumulation != 0) {
     throw ConfigError("train.grad_accumulation: " + point->path + " stopped at micro-batch " +
@@ -188,13 +188,26 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
   return outcome;
 }
 
-void TrainRun::save_if_due(int64_t step) {
+void TrainRun::save_if_due(int64_t step, const EpochTally& tally) {
+  progress_.epoch_loss_sum = tally.loss_sum;
+  progress_.epoch_steps = tally.loss_steps;
   if (checkpoints_.due(step) && save(step)) saved_step_ = step;
 }
 
 bool TrainRun::save(int64_t step) {
-  return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, state_, step, loader_.position(),
+  RunProgress progress = progress_;
+  progress.loader = loader_.position();
+  // The epoch's loss sum over the global batch (the mean of the ranks'), so a
+  // resume on any number of ranks carries the logged mean on.
+  auto loss = torch::tensor({progress.epoch_loss_sum}, torch::kDouble);
+  world_->allreduce(loss, comm::ReduceOp::Sum).wait();
+  progress.epoch_loss_sum = loss.item<double>() / world_->size();
+  return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, state_, step, progress, batch_shape(),
                          config_text_);
+}
+
+BatchShape TrainRun::batch_shape() const {
+  return {config_.train.batch_size, plan_.loader.batch_size * place_.data_world};
 }
 
 void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s) {
@@ -203,7 +216,6 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   StepLog log;
   log.epoch = epoch;
   log.step = step;
-  log.loss = tally.loss_sum / tally.steps;
   log.lr = schedule_.get_last_lr()[0];
   log.ms_per_step = 1e3 * elapsed / tally.steps;
   log.samples_per_s = config_.train.batch_size * tally.steps / std::max(elapsed, 1e-9);
@@ -212,7 +224,8 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
   log.loss_scale = scaler_.get_scale();
   log.grad_norm = grad_norm_;
-  log_window_.close(*world_, *prof_, step, train_s, stats.exposed_comm_s, place_.device, log);  // collective
+  log_window_.close(*world_, *prof_, step, train_s, stats.exposed_comm_s, place_.device, tally.mean_loss(),
+                    log);  // collective
   report_->log_step(log);
 }
 

@@ -33,19 +33,28 @@
 
 namespace paisoar::train {
 
-// One epoch's running figures for its progress lines.
+// One epoch's running figures for its progress lines. The loss is the
+// epoch's mean from its first step, across a resume (the checkpoint carries
+// its sum and count); the times count this process's steps only.
 struct EpochTally {
   explicit EpochTally(double train_start_s) : train_start_s(train_start_s) {}
+  // The resumed epoch's loss before the checkpoint.
+  void carry(double loss_sum_before, int64_t steps_before) {
+    loss_sum += loss_sum_before;
+    loss_steps += steps_before;
+  }
   void add(const StepOutcome& outcome) {
     loss_sum += outcome.loss;
     wait_sum += outcome.wait_s;
     ++steps;
+    ++loss_steps;
   }
-  double mean_loss() const { return steps > 0 ? loss_sum / steps : 0; }
+  double mean_loss() const { return loss_steps > 0 ? loss_sum / loss_steps : 0; }
 
   double train_start_s;  // the training clock (EvalSchedule::train_seconds) at the epoch's start
   double loss_sum = 0, wait_sum = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;       // taken by this process in the epoch
+  int64_t loss_steps = 0;  // in loss_sum: the epoch's steps, before a resume too
 };
 
 // Used by one thread per rank. Every rank builds it and calls the same
@@ -74,8 +83,9 @@ class TrainRun {
   // the step will be logged (RunReport::log_due), so its gradient norm is
   // measured (collective where the gradients are split across ranks).
   StepOutcome step(int64_t step, bool logged);
-  // After step `step` (counted from 1): its checkpoint, when one is due.
-  void save_if_due(int64_t step);
+  // After step `step` (counted from 1) of an epoch whose figures are
+  // `tally`: its checkpoint, when one is due.
+  void save_if_due(int64_t step, const EpochTally& tally);
   // Collective: every rank's figures since the previous logged step are
   // gathered; the lead writes its progress line and metrics record.
   void log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s);
@@ -92,6 +102,7 @@ class TrainRun {
   ResumePoint resume();          // collective: the newest checkpoint restored, or step 0
   void print_opening();          // the lead's first lines; builds the profiler
   bool save(int64_t step);       // collective: save_checkpoint under checkpoint.on_error
+  BatchShape batch_shape() const;
 
   const TrainConfig& config_;
   const TrainTask& task_;
@@ -102,6 +113,9 @@ class TrainRun {
   data::DataLoader loader_;
   const RunPlan plan_;
   checkpoint::CheckpointManager checkpoints_;
+  // The checkpoint a resume starts from, read once (the pipeline's split and
+  // the resume both come from it); nullopt without one or checkpoint.resume.
+  const std::optional<checkpoint::CheckpointManager::Loaded> newest_;
   amp::GradScaler scaler_;
   std::unique_ptr<MicroSteps> micro_;
   GradSync sync_;
@@ -110,6 +124,7 @@ class TrainRun {
   const ResumePoint start_;
   const std::string config_text_;  // dump_config, saved with each checkpoint
   int64_t saved_step_;             // the step of the newest checkpoint
+  RunProgress progress_;           // the epoch's loss so far (save_if_due's tally), saved with a checkpoint
   std::optional<memory::CheckpointRegions> recompute_;  // activation_checkpointing
   amp::FiniteLossCheck finite_loss_;
   // Built in the constructor's body, after DDP's start: never empty afterwards.

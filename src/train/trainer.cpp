@@ -43,6 +43,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
     for (int64_t epoch = run.start().loader.epoch; epoch < config_.train.epochs && more(); ++epoch) {
       const int64_t first = run.begin_epoch(epoch, step);
       EpochTally tally(evals.train_seconds());
+      if (epoch == run.start().loader.epoch) tally.carry(run.start().epoch_loss_sum, run.start().epoch_steps);
       for (int64_t i = first; i < plan.steps_per_epoch && more(); ++i) {
         progress.post(step);
         heartbeat.beat();
@@ -50,7 +51,7 @@ TrainResult Trainer::fit(const TrainTask& task) {
         const bool logged = run.report().log_due(step + 1, epoch_end);
         tally.add(run.step(step, logged));
         ++step;
-        run.save_if_due(step);
+        run.save_if_due(step, tally);
         if (task.on_step) task.on_step(step);
         run.report().step_done();
         if (logged) run.log_step(epoch, step, tally, evals.train_seconds());

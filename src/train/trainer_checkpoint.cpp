@@ -1,8 +1,8 @@
-// Trainer checkpoints: the checkpoint subsystem's model/optimizer/RNG state
-// (under ZeRO: the RNG only, the rest in the shard directory that
-// "train.zero_shards" names; under model parallelism in the parts directory
-// "train.parts" names) plus "schedule.*" and "scaler.*" tensors and
-// "train.*" metadata.
+// Trainer checkpoints: the step file holds the RNG, "schedule.*" and
+// "scaler.*" tensors, "train.*" metadata, the file manifest and, for a whole
+// model, the model and optimizer; otherwise those are in the directory that
+// "train.zero_shards" (ZeRO) or "train.parts" (model parallelism) names,
+// written and read by write_model_state / read_model_state for every layout.
 #include "src/train/trainer_checkpoint.h"
 #include "paisoar/error.h"
 
@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "paisoar/checkpoint/file_manifest.h"
 #include "paisoar/format/safetensors.h"
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/comm/agreement.h"
@@ -39,24 +41,52 @@ std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, 
   return out;
 }
 
-int64_t metadata_int(const format::TensorFile& c, const std::string& key) {
+const std::string& metadata_text(const format::TensorFile& c, const std::string& key) {
   const auto it = c.metadata.find(key);
   if (it == c.metadata.end()) {
     C10_THROW_ERROR(Error, c.source + " has no '" + key +
-                             "': it was not written by paisoar's Trainer; point checkpoint.dir elsewhere");
+                             "': it was not written by this version of paisoar's Trainer; point checkpoint.dir "
+                             "elsewhere");
   }
+  return it->second;
+}
+
+[[noreturn]] void damaged_metadata(const format::TensorFile& c, const std::string& key, const std::string& why) {
+  C10_THROW_ERROR(Error, c.source + ": metadata '" + key + "' is '" + c.metadata.at(key) + "', " + why +
+                           "; the checkpoint is damaged, remove it to resume from the one before");
+}
+
+int64_t metadata_int(const format::TensorFile& c, const std::string& key, int64_t minimum) {
+  const std::string& text = metadata_text(c, key);
   size_t used = 0;
   int64_t value = 0;
   try {
-    value = std::stoll(it->second, &used);
+    value = std::stoll(text, &used);
   } catch (const std::logic_error&) {  // invalid_argument, out_of_range
     used = 0;
   }
-  if (used == 0 || used != it->second.size()) {
-    C10_THROW_ERROR(Error, c.source + ": metadata '" + key + "' is '" + it->second +
-                             "', not an integer; the checkpoint is damaged, remove it to resume from the one before");
-  }
+  if (used == 0 || used != text.size()) damaged_metadata(c, key, "not an integer");
+  if (value < minimum) damaged_metadata(c, key, "below " + std::to_string(minimum));
   return value;
+}
+
+double metadata_double(const format::TensorFile& c, const std::string& key) {
+  const std::string& text = metadata_text(c, key);
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value)) damaged_metadata(c, key, "not a finite number");
+  return value;
+}
+
+std::string exact_text(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
 }
 
 const char* const kShardKey = "train.zero_shards";
@@ -85,16 +115,23 @@ void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::st
   }
 }
 
-// Collective over the world: every part written to <dir>/parts-<step>/<part_name>/
-// (by rank 0 of each part group, or by all of it as ZeRO shards), and every
-// rank knows it before the step file (the commit) is written. Returns the
-// directory's name.
-std::string save_part(const checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step) {
-  const std::string name = step_dir_name("parts", step);
-  const std::string dir = manager.options().dir + "/" + name + "/" + state.part_name;
+// Where this run keeps its model and optimizer: the kind of step directory
+// ("parts", "zero"), or "" for the step file itself.
+std::string model_dir_kind(const TrainerState& state) {
+  if (!state.part_name.empty()) return "parts";
+  return state.zero ? "zero" : "";
+}
+
+// Collective over state.world: this rank's model state written to
+// <root>/<name>[/<part_name>], as ZeRO shards by every rank of the part group
+// or whole by its rank 0; every rank knows it is all there before the step
+// file (the commit) is written.
+void write_model_state(const std::string& root, const std::string& name, const TrainerState& state,
+                       int64_t step) {
+  const std::string dir = root + "/" + name + (state.part_name.empty() ? "" : "/" + state.part_name);
   if (state.world->rank() == 0) {
-    std::error_code ec;  // a leftover of an interrupted save of this step
-    std::filesystem::remove_all(manager.options().dir + "/" + name, ec);
+    std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
+    std::filesystem::remove_all(root + "/" + name, ec);
   }
   state.world->barrier().wait();
   std::string error;
@@ -113,34 +150,72 @@ std::string save_part(const checkpoint::CheckpointManager& manager, const Traine
     C10_THROW_ERROR(Error, !error.empty() ? error : "another rank could not write its part of the checkpoint of step " +
                                                           std::to_string(step) + " (its error says why)");
   }
-  return name;
 }
 
-// Puts this rank's part back from the parts directory `name` of checkpoint `c`.
-void restore_part(const checkpoint::CheckpointManager& manager, const TrainerState& state,
-                  const format::TensorFile& c, const std::string& name) {
-  const auto layout = c.metadata.find(kPartLayoutKey);
-  const std::string written = layout == c.metadata.end() ? "?" : layout->second;
-  if (written != state.part_layout) {
-    C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
-                             state.part_layout + ". Resume with the parallel: settings it was written with, or "
-                             "point checkpoint.dir elsewhere to start over");
-  }
-  if (!std::regex_match(name, std::regex(R"(parts-\d{12})"))) {
-    C10_THROW_ERROR(Error, c.source + ": metadata '" + kPartsKey + "' is '" + name +
-                             "', not a parts directory name; the checkpoint is damaged, remove it to resume from "
-                             "the one before");
-  }
-  const std::string dir = manager.options().dir + "/" + name + "/" + state.part_name;
-  try {
+// A checkpoint's model state, in one of its two forms.
+struct SavedModel {
+  std::string shard_dir;                     // ZeRO shard files (any world size, any stage), or
+  const format::TensorFile* whole = nullptr;  // one whole-model file
+};
+
+// Puts the saved model state into this rank's model and optimizer, resharding
+// between the two forms when the run's layout is the other one.
+void read_model_state(const TrainerState& state, const SavedModel& saved) {
+  if (!saved.shard_dir.empty()) {
     if (state.zero) {
-      zero::load_sharded(*state.zero, dir);
+      zero::load_sharded(*state.zero, saved.shard_dir);
     } else {
       checkpoint::restore_training_state({state.model, state.optimizer, false},
-                                         format::load_safetensors(dir + "/" + kPartFile));
+                                         zero::whole_of_sharded(saved.shard_dir, *state.model, *state.optimizer));
     }
-  } catch (const std::exception& e) {
-    C10_THROW_ERROR(Error, "cannot resume from " + c.source + " (this rank's part, " + dir + "): " + error_text(e));
+  } else if (state.zero) {
+    zero::load_whole(*state.zero, *saved.whole);
+  } else {
+    checkpoint::restore_training_state({state.model, state.optimizer, false}, *saved.whole);
+  }
+}
+
+// The step directory the checkpoint names under `key`, checked to be one of
+// ours ("<kind>-<12 digits>"), or "" when it names none.
+std::string named_step_dir(const format::TensorFile& c, const char* key, const std::string& kind) {
+  const auto it = c.metadata.find(key);
+  if (it == c.metadata.end()) return "";
+  if (!std::regex_match(it->second, std::regex(kind + R"(-\d{12})"))) {
+    damaged_metadata(c, key, "not a " + kind + " directory name");
+  }
+  return it->second;
+}
+
+// Refuses (c10::Error, so load_latest falls back to an older one) a step file
+// that the Trainer cannot trust: no CRC-32s, a step other than its name's, or
+// files other than its manifest lists.
+void check_resumable(const checkpoint::CheckpointManager::Loaded& loaded, const std::string& root) {
+  const auto& c = loaded.checkpoint;
+  if (!c.metadata.count(format::kDataCrcKey) || !c.metadata.count(format::kHeaderCrcKey)) {
+    C10_THROW_ERROR(Error, c.source + " has no CRC-32s ('" + format::kDataCrcKey + "', '" + format::kHeaderCrcKey +
+                             "'): it was not written by paisoar's Trainer or they were removed, so it cannot be "
+                             "checked; remove it");
+  }
+  const int64_t step = metadata_int(c, "train.step", 0);
+  if (step != loaded.step) {
+    C10_THROW_ERROR(Error, c.source + ": its metadata says train.step " + std::to_string(step) +
+                             " but its name says step " + std::to_string(loaded.step) +
+                             ": it was renamed or damaged; remove it to resume from the one before");
+  }
+  std::string dir = named_step_dir(c, kPartsKey, "parts");
+  if (dir.empty()) dir = named_step_dir(c, kShardKey, "zero");
+  const auto files = checkpoint::parse_file_manifest(metadata_text(c, checkpoint::kFilesKey), c.source);
+  std::vector<std::string> problems;
+  if (dir.empty()) {
+    for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
+  } else {
+    problems = checkpoint::check_files(root, dir, files, false);
+  }
+  if (!problems.empty()) {
+    std::string list;
+    for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
+    C10_THROW_ERROR(Error, c.source + ": the files of this checkpoint are not the ones it lists in '" +
+                             checkpoint::kFilesKey + "' (" + list + "); it is incomplete or was changed");
   }
 }
 
@@ -166,10 +241,10 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
 
 bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
                      OnCheckpointError on_error, const TrainerState& state, int64_t step,
-                     const data::LoaderPosition& loader, const std::string& config_text) {
+                     const RunProgress& progress, const BatchShape& batch, const std::string& config_text) {
   std::string error;
   try {
-    save_trainer_state(manager, state, step, loader, config_text);
+    save_trainer_state(manager, state, step, progress, batch, config_text);
   } catch (const std::exception& e) {
     error = error_text(e);
   }
@@ -188,48 +263,50 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
                            "checkpoint (or set checkpoint.on_error: warn to train on without it)");
 }
 
-void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state,
-                        int64_t step, const data::LoaderPosition& loader, const std::string& config_text) {
-  format::Metadata metadata = {{"train.step", std::to_string(step)},
-                                   {"train.loader_epoch", std::to_string(loader.epoch)},
-                                   {"train.loader_batch", std::to_string(loader.batch)},
-                                   {"train.config", config_text}};
-  checkpoint::TrainingState parts{state.model, state.optimizer, true};
-  if (!state.part_name.empty()) {
-    metadata[kPartsKey] = save_part(manager, state, step);
-    metadata[kPartLayoutKey] = state.part_layout;
+void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step,
+                        const RunProgress& progress, const BatchShape& batch, const std::string& config_text) {
+  const std::string& root = manager.options().dir;
+  format::Metadata metadata = {
+      {"train.step", std::to_string(step)},
+      {"train.batch_size", std::to_string(batch.batch_size)},
+      {"train.loader_epoch", std::to_string(progress.loader.epoch)},
+      {"train.loader_samples", std::to_string(progress.loader.batch * batch.micro_batch_samples)},
+      {"train.loader_batch", std::to_string(progress.loader.batch)},  // in the writer's micro-batches, for people
+      {"train.epoch_loss_sum", exact_text(progress.epoch_loss_sum)},
+      {"train.epoch_steps", std::to_string(progress.epoch_steps)},
+      {"train.world", std::to_string(state.world->size())},
+      {"train.zero_stage", std::to_string(state.zero ? state.zero->stage() : 0)},
+      {"train.config", config_text}};
+  checkpoint::TrainingState in_step_file{state.model, state.optimizer, true};
+  std::vector<checkpoint::FileEntry> files;
+  const std::string kind = model_dir_kind(state);
+  if (!kind.empty()) {
+    const std::string name = step_dir_name(kind, step);
+    write_model_state(root, name, state, step);
+    metadata[kind == "parts" ? kPartsKey : kShardKey] = name;
+    if (kind == "parts") metadata[kPartLayoutKey] = state.part_layout;
     if (!state.pipeline_bounds.empty()) metadata[kBoundsKey] = state.pipeline_bounds;
-    parts = {nullptr, nullptr, true};
-  } else if (state.zero) {
-    const std::string name = step_dir_name("zero", step);
-    const std::string dir = manager.options().dir + "/" + name;
-    if (manager.options().rank == 0) {
-      std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
-      std::filesystem::remove_all(dir, ec);
-    }
-    state.zero->comm()->barrier().wait();
-    zero::save_sharded(*state.zero, dir, {{"train.step", std::to_string(step)}});
-    metadata[kShardKey] = name;
-    parts = {nullptr, nullptr, true};
+    in_step_file = {nullptr, nullptr, true};
+    if (manager.options().rank == 0) files = checkpoint::describe_files(root, name);
   }
-  auto c = checkpoint::capture_training_state(parts, std::move(metadata));
+  metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
+  auto c = checkpoint::capture_training_state(in_step_file, std::move(metadata));
   add_prefixed(c.tensors, "schedule.", state.schedule->state_dict());
   add_prefixed(c.tensors, "scaler.", state.scaler->state_dict());
   manager.save(step, c);
-  if (manager.options().rank == 0 && !state.part_name.empty()) prune_step_dirs(manager, "parts");
-  if (manager.options().rank == 0 && state.zero && state.part_name.empty()) prune_step_dirs(manager, "zero");
+  if (manager.options().rank == 0 && !kind.empty()) prune_step_dirs(manager, kind);
 }
 
-std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
-                                                 const TrainerState& state,
+std::optional<checkpoint::CheckpointManager::Loaded> newest_checkpoint(const checkpoint::CheckpointManager& manager) {
+  const std::string root = manager.options().dir;
+  return manager.load_latest([&root](const checkpoint::CheckpointManager::Loaded& l) { check_resumable(l, root); });
+}
+
+std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
+                                                 const checkpoint::CheckpointManager& manager,
+                                                 const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm) {
-  auto loaded = manager.load_latest();
-  const int64_t step = loaded ? metadata_int(loaded->checkpoint, "train.step") : 0;
-  if (loaded && step != loaded->step) {
-    C10_THROW_ERROR(Error, loaded->checkpoint.source + ": its metadata says train.step " + std::to_string(step) +
-                             " but its name says step " + std::to_string(loaded->step) +
-                             ": it was renamed or damaged; remove it to resume from the one before");
-  }
+  const int64_t step = newest ? newest->step : 0;  // check_resumable: train.step is the name's
   // Every rank must resume from the same step (a node without the checkpoint
   // directory would start over and the ranks' collectives would not pair up).
   auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
@@ -240,65 +317,79 @@ std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointMan
                              std::to_string(comm->rank()) + " is at " + std::to_string(step) +
                              ": give every node the same checkpoint.dir (a shared file system)");
   }
-  if (!loaded) return std::nullopt;
-  const auto& c = loaded->checkpoint;
+  if (!newest) return std::nullopt;
+  const auto& c = newest->checkpoint;
+  const int64_t saved_batch = metadata_int(c, "train.batch_size", 1);
+  if (saved_batch != batch.batch_size) {
+    C10_THROW_ERROR(Error, c.source + ": metadata 'train.batch_size' is " + std::to_string(saved_batch) +
+                             ", this run's train.batch_size is " + std::to_string(batch.batch_size) +
+                             ": a resume continues the sample order, the step count and the LR schedule only at the "
+                             "batch size they were made with; set train.batch_size: " + std::to_string(saved_batch) +
+                             " (any number of ranks or grad_accumulation), or point checkpoint.dir elsewhere to "
+                             "start over");
+  }
+  const int64_t samples = metadata_int(c, "train.loader_samples", 0);
+  if (samples % batch.micro_batch_samples != 0) {
+    C10_THROW_ERROR(Error, c.source + ": metadata 'train.loader_samples' is " + std::to_string(samples) +
+                             ", not a whole number of this run's micro-batches of " +
+                             std::to_string(batch.micro_batch_samples) + " samples over all ranks; resume with the "
+                             "train.grad_accumulation it was written with");
+  }
   ResumePoint point;
   point.step = step;
-  point.loader = {metadata_int(c, "train.loader_epoch"), metadata_int(c, "train.loader_batch")};
+  point.loader = {metadata_int(c, "train.loader_epoch", 0), samples / batch.micro_batch_samples};
+  point.epoch_loss_sum = metadata_double(c, "train.epoch_loss_sum");
+  point.epoch_steps = metadata_int(c, "train.epoch_steps", 0);
   point.path = c.source;
-  const auto parts = c.metadata.find(kPartsKey);
-  const bool parted = parts != c.metadata.end();
-  if (parted != !state.part_name.empty()) {
-    C10_THROW_ERROR(Error, c.source + (parted ? " holds a model split by pipeline/tensor parallelism (" +
-                                                      (c.metadata.count(kPartLayoutKey) ? c.metadata.at(kPartLayoutKey)
-                                                                                        : std::string("?")) +
-                                                      "); resume it with the same parallel: settings"
-                                                : " holds a whole model; resume it without parallel.pipeline/tensor") +
+
+  const std::string parts = named_step_dir(c, kPartsKey, "parts");
+  if (parts.empty() != state.part_name.empty()) {
+    C10_THROW_ERROR(Error, c.source + (!parts.empty() ? " holds a model split by pipeline/tensor parallelism (" +
+                                                            (c.metadata.count(kPartLayoutKey)
+                                                                 ? c.metadata.at(kPartLayoutKey)
+                                                                 : std::string("?")) +
+                                                            "); resume it with the same parallel: settings"
+                                                      : " holds a whole model; resume it without "
+                                                        "parallel.pipeline/tensor") +
                              ", or point checkpoint.dir elsewhere to start over");
   }
-  if (parted) {
-    restore_part(manager, state, c, parts->second);
-    checkpoint::restore_training_state({nullptr, nullptr, true}, c);
-    state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
-    state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
-    return point;
-  }
-  const auto shards = c.metadata.find(kShardKey);
-  const bool sharded = shards != c.metadata.end();
-  if (sharded && !state.zero) {
-    C10_THROW_ERROR(Error, c.source + " is a ZeRO checkpoint (model and optimizer sharded in " +
-                             manager.options().dir + "/" + shards->second +
-                             "); resume it with zero.stage 1, 2 or 3 (any number of ranks), or point "
-                             "checkpoint.dir elsewhere to start over");
-  }
-  if (!sharded && state.zero) {
-    C10_THROW_ERROR(Error, c.source + " holds the whole model and optimizer (written with zero.stage 0); "
-                             "resume it with zero.stage: 0, or point checkpoint.dir elsewhere to start over");
-  }
-  if (sharded) {
-    if (!std::regex_match(shards->second, std::regex(R"(zero-\d{12})"))) {
-      C10_THROW_ERROR(Error, c.source + ": metadata '" + kShardKey + "' is '" + shards->second +
-                               "', not a shard directory name; the checkpoint is damaged, remove it to resume "
-                               "from the one before");
+  const std::string root = manager.options().dir;
+  SavedModel saved{"", &c};
+  std::optional<format::TensorFile> part_file;
+  if (!parts.empty()) {
+    const std::string written = metadata_text(c, kPartLayoutKey);
+    if (written != state.part_layout) {
+      C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
+                               state.part_layout + ". Resume with the parallel: settings it was written with, or "
+                               "point checkpoint.dir elsewhere to start over");
     }
-    try {
-      zero::load_sharded(*state.zero, manager.options().dir + "/" + shards->second);
-    } catch (const std::exception& e) {
-      C10_THROW_ERROR(Error, "cannot resume from " + c.source + ": " + error_text(e));
+    saved.shard_dir = root + "/" + parts + "/" + state.part_name;
+    std::error_code ec;
+    if (std::filesystem::exists(saved.shard_dir + "/" + kPartFile, ec)) {
+      part_file = format::load_safetensors(saved.shard_dir + "/" + kPartFile);
+      saved = {"", &*part_file};
     }
+  } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
+    saved.shard_dir = root + "/" + shards;
   }
-  checkpoint::restore_training_state({sharded ? nullptr : state.model, sharded ? nullptr : state.optimizer, true},
-                                     c);
+  try {
+    read_model_state(state, saved);
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(Error, "cannot resume from " + c.source +
+                             (saved.shard_dir.empty() ? "" : " (its model state in " + saved.shard_dir + ")") + ": " +
+                             error_text(e));
+  }
+  checkpoint::restore_training_state({nullptr, nullptr, true}, c);
   state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
   state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
   return point;
 }
 
-std::optional<std::vector<int>> checkpointed_pipeline_bounds(const checkpoint::CheckpointManager& manager) {
-  const auto loaded = manager.load_latest();
-  if (!loaded) return std::nullopt;
-  const auto it = loaded->checkpoint.metadata.find(kBoundsKey);
-  if (it == loaded->checkpoint.metadata.end()) return std::nullopt;
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(
+    const std::optional<checkpoint::CheckpointManager::Loaded>& newest) {
+  if (!newest) return std::nullopt;
+  const auto it = newest->checkpoint.metadata.find(kBoundsKey);
+  if (it == newest->checkpoint.metadata.end()) return std::nullopt;
   std::vector<int> bounds;
   std::stringstream text(it->second);
   std::string item;
@@ -306,9 +397,7 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(const checkpoint::C
     try {
       bounds.push_back(std::stoi(item));
     } catch (const std::logic_error&) {
-      C10_THROW_ERROR(Error, loaded->checkpoint.source + ": metadata '" + kBoundsKey + "' is '" + it->second +
-                               "', not a list of layer indices; the checkpoint is damaged, remove it to resume from "
-                               "the one before");
+      damaged_metadata(newest->checkpoint, kBoundsKey, "not a list of layer indices");
     }
   }
   return bounds;

@@ -1,11 +1,20 @@
 // What the Trainer saves in a checkpoint and restores from one: the model,
-// the optimizer, the CPU RNG, the LR schedule, the loss scaler, the step and
-// the loader's position, so a resumed run continues exactly where it stopped.
-// Under ZeRO the model and optimizer are sharded: every rank first writes its
-// shard to <dir>/zero-<12-digit step>/, then rank 0 writes the step file
-// (which names that directory); the step file is the commit, so a kill in
-// between leaves the previous checkpoint the newest. Model-parallel runs
-// write one part per stage and tensor shard to <dir>/parts-<step>/ the same way.
+// the optimizer, the CPU RNG, the LR schedule, the loss scaler, the step, the
+// loader's position (in samples) and the epoch's running loss, so a resumed
+// run continues exactly where it stopped, its logged curves included.
+// Where the model and optimizer go depends on the run's layout, and one pair
+// of functions (write and read of "model state") handles every layout:
+//   whole on every rank (zero.stage 0)  in the step file itself;
+//   ZeRO shards                         <dir>/zero-<12-digit step>/, one file per rank;
+//   model-parallel parts                <dir>/parts-<step>/p<stage>-t<shard>/, each
+//                                       part whole or as ZeRO shards.
+// Every rank writes its files first; rank 0 then writes the step file, whose
+// metadata lists each of them with its size and CRC-32 ("checkpoint.files",
+// checkpoint/file_manifest.h). The step file is the commit: a kill in
+// between leaves the previous checkpoint the newest, and a resume takes a
+// checkpoint only when its files are exactly the listed ones.
+// A resume reshards: a whole-model checkpoint resumes under ZeRO (any stage,
+// any number of ranks) and a ZeRO one without it, through zero::ShardSet.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -35,20 +44,37 @@ struct TrainerState {
   optim::LrSchedule* schedule = nullptr;
   amp::GradScaler* scaler = nullptr;
   zero::ZeroOptimizer* zero = nullptr;  // set under ZeRO: model and optimizer state are sharded
-  // Model parallelism (pipeline stages, tensor shards): `model` is this
-  // rank's part; each part is written to <dir>/parts-<step>/<part_name>/ by
-  // rank 0 of `part_group` (its data-parallel replicas), or by all of them
-  // as ZeRO shards. "" : the model is whole on every rank.
-  std::string part_name;
-  std::shared_ptr<comm::Communicator> part_group;
   std::shared_ptr<comm::Communicator> world;
+  // The ranks that hold the same model (part): its data-parallel replicas,
+  // the world without model parallelism. Its rank 0 writes the model state
+  // unless it is sharded by ZeRO over all of them.
+  std::shared_ptr<comm::Communicator> part_group;
+  // Model parallelism (pipeline stages, tensor shards): `model` is this
+  // rank's part, written to <dir>/parts-<step>/<part_name>/. "" : the model
+  // is whole on every rank.
+  std::string part_name;
   std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; a resume must use the same
   std::string pipeline_bounds;  // the stages' first layers and the end, "0,2,3"; kept so a resume cuts alike
 };
 
+// How far the run has come, beyond the step: saved with each checkpoint.
+struct RunProgress {
+  data::LoaderPosition loader;      // the next micro-batch to read (this run's micro-batches)
+  double epoch_loss_sum = 0;        // the epoch's running loss (EpochTally), so its logged mean continues
+  int64_t epoch_steps = 0;
+};
+
+// What a resume must agree with: the run's batch, as the plan has it.
+struct BatchShape {
+  int64_t batch_size = 0;           // train.batch_size: samples per optimizer step, over all ranks
+  int64_t micro_batch_samples = 0;  // samples of one micro-batch over all data-parallel ranks
+};
+
 struct ResumePoint {
   int64_t step = 0;             // optimizer steps already taken
-  data::LoaderPosition loader;  // the next micro-batch to read
+  data::LoaderPosition loader;  // the next micro-batch to read, in this run's micro-batches
+  double epoch_loss_sum = 0;    // the running loss of the epoch resumed, up to `step`
+  int64_t epoch_steps = 0;
   std::string path;             // the checkpoint it came from
 };
 
@@ -65,28 +91,39 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
 // and returns false ("warn"). The previous checkpoint stays intact either way.
 bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
                      OnCheckpointError on_error, const TrainerState& state, int64_t step,
-                     const data::LoaderPosition& loader, const std::string& config_text);
+                     const RunProgress& progress, const BatchShape& batch, const std::string& config_text);
 
 // Every rank calls it at the same step. Only rank 0 writes the step file;
 // under ZeRO every rank writes its shard first (collective), and rank 0
 // removes the shard directories no kept step file names. With model
 // parallelism (state.part_name) every part is written first, collective
 // over state.world, and old parts directories are removed the same way.
-void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state,
-                        int64_t step, const data::LoaderPosition& loader, const std::string& config_text);
+void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step,
+                        const RunProgress& progress, const BatchShape& batch, const std::string& config_text);
 
-// Collective. The newest intact checkpoint restored into `state`, or nullopt
-// if there is none. Every rank must find the same step (else every rank
-// throws, naming the steps found). Throws (naming the file and the tensors)
-// when it does not fit the model, when a ZeRO run meets a whole-model
-// checkpoint or the other way round, or when shard files are missing.
-// The pipeline split ("0,2,3") of the newest checkpoint in `manager`, if it
-// is a model-parallel one; a resume builds its stages from it instead of
-// profiling again (a new profile could cut elsewhere).
-std::optional<std::vector<int>> checkpointed_pipeline_bounds(const checkpoint::CheckpointManager& manager);
+// The newest checkpoint the Trainer can resume from: it loads intact, was
+// written by the Trainer (train.* metadata, CRCs, the file manifest) and its
+// listed files are all there with their sizes. A newer one that is not is
+// named in a warning and skipped. nullopt: the directory holds none. Not
+// collective; every rank reads it (restore_trainer_state checks they agree).
+std::optional<checkpoint::CheckpointManager::Loaded> newest_checkpoint(const checkpoint::CheckpointManager& manager);
 
-std::optional<ResumePoint> restore_trainer_state(const checkpoint::CheckpointManager& manager,
-                                                 const TrainerState& state,
+// The pipeline split ("0,2,3") of `newest`, if it is a model-parallel one; a
+// resume builds its stages from it instead of profiling again (a new profile
+// could cut elsewhere).
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(
+    const std::optional<checkpoint::CheckpointManager::Loaded>& newest);
+
+// Collective. `newest` (newest_checkpoint's) restored into `state`, or
+// nullopt if there is none. Every rank must find the same step (else every
+// rank throws, naming the steps found). Reshards between whole-model and ZeRO
+// layouts, over any number of ranks. Throws (naming the file and the key or
+// tensors) when it does not fit the model, was written with another
+// train.batch_size or another model-parallel split, or its loader position is
+// not a whole number of this run's micro-batches.
+std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
+                                                 const checkpoint::CheckpointManager& manager,
+                                                 const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm);
 
 }  // namespace paisoar::train

@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 #include <set>
 
+#include "paisoar/checkpoint/training_state.h"
 #include "paisoar/format/safetensors.h"
 #include "src/util/json_text.h"
 #include "src/util/text_check.h"
@@ -157,6 +160,164 @@ ShardSet read_shard_set(const std::string& dir) {
                 "'; a shard file is damaged or from another save");
   }
   return set;
+}
+
+ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<std::string>& order) {
+  std::vector<std::string> trainable = order;
+  if (const auto it = whole.metadata.find(checkpoint::kOptimizerNamesKey); it != whole.metadata.end()) {
+    try {
+      trainable = util::json_strings(util::parse_json_text(it->second), "its value");
+    } catch (const util::JsonTextError& e) {
+      TORCH_CHECK(false, "'", whole.source, "': metadata '", checkpoint::kOptimizerNamesKey, "' is not a list of names (",
+                  e.what(), "); the checkpoint is damaged, remove it to resume from the one before");
+    }
+  }
+  TORCH_CHECK(whole.tensors.count("optim.archive") == 0, "'", whole.source, "' holds its optimizer as one archive ",
+              "(an optimizer that does not save in torch::optim's layout), which cannot be split by parameter; ",
+              "resume it with zero.stage: 0");
+  ShardSet set;
+  set.dir = whole.source;
+  set.world = 1;
+  set.metadata = whole.metadata;
+  std::map<std::string, size_t> index_of;
+  for (const auto& name : trainable) {
+    TORCH_CHECK(!name.empty(), "'", whole.source, "': its optimizer holds a tensor that is not a parameter of its ",
+                "model, so its state cannot be resharded by name; resume it with zero.stage: 0");
+    const auto it = whole.tensors.find("model." + name);
+    TORCH_CHECK(it != whole.tensors.end(), "'", whole.source, "' has no tensor 'model.", name,
+                "'; it holds another model: resume with the model it was written by");
+    index_of[name] = set.names.size();
+    set.names.push_back(name);
+    set.shapes[name] = it->second.sizes().vec();
+    set.params[name] = it->second.to(torch::kFloat).reshape({-1}).clone();
+    set.dtype = c10::toString(it->second.scalar_type());
+  }
+  for (const auto& [key, t] : whole.tensors) {
+    if (key.rfind("model.", 0) == 0 && !index_of.count(key.substr(6))) set.buffers[key.substr(6)] = t;
+    if (key.rfind("optim.", 0) != 0) continue;
+    const size_t dot = key.find('.', 6);
+    const std::string digits = key.substr(6, dot == std::string::npos ? std::string::npos : dot - 6);
+    const bool numbered = dot != std::string::npos && !digits.empty() && digits.size() <= 9 &&
+                          digits.find_first_not_of("0123456789") == std::string::npos;
+    TORCH_CHECK(numbered && std::stoul(digits) < trainable.size(), "'", whole.source, "': optimizer tensor ",
+                util::shown(key), " names no parameter of this model (it trains ", trainable.size(),
+                "); it holds another model or is damaged");
+    const std::string& name = trainable[std::stoul(digits)];
+    const std::string field = key.substr(dot + 1);
+    if (t.dim() == 0) {
+      set.scalars[name][field] = t;
+    } else {
+      TORCH_CHECK(t.numel() == set.params.at(name).numel(), "'", whole.source, "': optimizer tensor ",
+                  util::shown(key), " has ", t.numel(), " elements, parameter '", name, "' ",
+                  set.params.at(name).numel(), "; it holds another model or is damaged");
+      set.elementwise[name][field] = at::isFloatingType(t.scalar_type()) ? t.to(torch::kFloat).reshape({-1})
+                                                                         : t.reshape({-1});
+    }
+  }
+  return set;
+}
+
+void match_names(ShardSet& set, const ModelNames& model) {
+  if (set.names == model.params || set.names.size() != model.params.size()) return;
+  for (size_t i = 0; i < set.names.size(); ++i) {
+    if (set.shapes.at(set.names[i]) != model.shapes[i]) return;
+  }
+  // Buffers, both sides sorted by name (a layer's buffers sort alike under
+  // either naming), matched by position when their shapes agree.
+  std::map<std::string, torch::Tensor> buffers;
+  const std::vector<std::pair<std::string, torch::Tensor>> saved_buffers(set.buffers.begin(), set.buffers.end());
+  std::vector<std::pair<std::string, std::vector<int64_t>>> model_buffers = model.buffers;
+  std::sort(model_buffers.begin(), model_buffers.end());
+  if (saved_buffers.size() == model_buffers.size()) {
+    size_t b = 0;
+    for (; b < saved_buffers.size(); ++b) {
+      if (saved_buffers[b].second.sizes().vec() != model_buffers[b].second) break;
+      buffers[model_buffers[b].first] = saved_buffers[b].second;
+    }
+    if (b == saved_buffers.size()) set.buffers = std::move(buffers);
+  }
+  std::cerr << "warning: '" << set.dir << "' names its parameters otherwise than this model ('" << set.names[0]
+            << "' for '" << model.params[0] << "', ...) but holds as many, of the same shapes in the same order; "
+            << "they are matched by position (the zoo builds its zero.stage 3 models as a LayerList, whose names "
+               "differ)"
+            << std::endl;
+  ShardSet renamed;
+  for (size_t i = 0; i < set.names.size(); ++i) {
+    const std::string& from = set.names[i];
+    const std::string& to = model.params[i];
+    renamed.names.push_back(to);
+    renamed.shapes[to] = set.shapes.at(from);
+    renamed.params[to] = set.params.at(from);
+    if (auto it = set.elementwise.find(from); it != set.elementwise.end()) renamed.elementwise[to] = it->second;
+    if (auto it = set.scalars.find(from); it != set.scalars.end()) renamed.scalars[to] = it->second;
+  }
+  set.names = std::move(renamed.names);
+  set.shapes = std::move(renamed.shapes);
+  set.params = std::move(renamed.params);
+  set.elementwise = std::move(renamed.elementwise);
+  set.scalars = std::move(renamed.scalars);
+}
+
+format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
+                                      torch::ScalarType dtype) {
+  match_names(set, model);
+  const std::vector<std::string>& trainable = model.params;
+  std::vector<std::string> problems;
+  for (const auto& name : trainable) {
+    if (!set.params.count(name)) problems.push_back("missing '" + name + "'");
+  }
+  for (const auto& name : set.names) {
+    if (std::find(trainable.begin(), trainable.end(), name) == trainable.end()) {
+      problems.push_back("unexpected '" + name + "'");
+    }
+  }
+  TORCH_CHECK(problems.empty(), "checkpoint '", set.dir, "' does not fit this model: ", join(problems),
+              "; resume with the model it was written by");
+  format::TensorFile whole;
+  whole.source = set.dir;
+  nlohmann::json fields = nlohmann::json::array();
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    const std::string& name = trainable[i];
+    const auto& shape = set.shapes.at(name);
+    whole.tensors["model." + name] = set.params.at(name).to(dtype).reshape(shape);
+    const std::string prefix = "optim." + std::to_string(i) + ".";
+    fields.push_back(nlohmann::json::array());
+    if (auto it = set.elementwise.find(name); it != set.elementwise.end()) {
+      for (const auto& [field, flat] : it->second) {
+        whole.tensors[prefix + field] =
+            (at::isFloatingType(flat.scalar_type()) ? flat.to(dtype) : flat).reshape(shape);
+        fields.back().push_back(field);
+      }
+    }
+    if (auto it = set.scalars.find(name); it != set.scalars.end()) {
+      for (const auto& [field, value] : it->second) {
+        whole.tensors[prefix + field] = value;
+        fields.back().push_back(field);
+      }
+    }
+  }
+  for (const auto& [name, b] : set.buffers) whole.tensors["model." + name] = b;
+  for (const char* key : {"optim.type", "optim.scalar_fields", "optim.groups"}) {
+    const auto it = set.metadata.find(key);
+    TORCH_CHECK(it != set.metadata.end(), "checkpoint '", set.dir, "' has no '", key,
+                "' in its metadata; restore the files of one complete save");
+    whole.metadata[key] = it->second;
+  }
+  nlohmann::json groups;
+  try {
+    groups = util::parse_json_text(whole.metadata["optim.groups"]);
+  } catch (const util::JsonTextError& e) {
+    TORCH_CHECK(false, "checkpoint '", set.dir, "': metadata 'optim.groups' is ", e.what(),
+                "; restore the files of one complete save");
+  }
+  TORCH_CHECK(groups.is_array() && groups.size() == group_sizes.size() &&
+                  std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.is_object(); }),
+              "checkpoint '", set.dir, "' has ", groups.is_array() ? groups.size() : 0, " optimizer groups, this ",
+              "optimizer ", group_sizes.size(), "; build the optimizer with the groups it was saved with");
+  for (size_t g = 0; g < groups.size(); ++g) groups[g]["params"] = group_sizes[g];
+  whole.metadata["optim.groups"] = groups.dump();
+  whole.metadata["optim.fields"] = fields.dump();
+  return whole;
 }
 
 }  // namespace paisoar::zero::detail

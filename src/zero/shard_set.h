@@ -1,6 +1,8 @@
-// ShardSet: the files of one sharded ZeRO checkpoint, checked for
-// completeness, with the full parameters (and optimizer fields) reassembled
-// from the ranks' pieces. Shared by load_sharded and consolidate_shards.
+// ShardSet: the model and optimizer state of one checkpoint as whole
+// parameters by name, whatever layout wrote it: the files of one sharded ZeRO
+// checkpoint (checked for completeness, the ranks' pieces reassembled) or one
+// whole-model file (zero.stage 0). It is the meeting point of every layout:
+// load_sharded, load_whole, whole_of_shards and consolidate_shards read it.
 #pragma once
 
 #include <map>
@@ -29,5 +31,33 @@ struct ShardSet {
 // Throws c10::Error listing missing files, files of another save or world
 // size, or pieces that do not cover a parameter.
 ShardSet read_shard_set(const std::string& dir);
+
+// The same view of a whole-model checkpoint (capture_training_state's layout:
+// "model.<name>", "optim.<i>.<field>" with i counted over the optimizer's
+// parameters, named by its "optim.param_names"; `order` stands in for that
+// list in files written before it). Throws c10::Error naming the file when a
+// tensor is missing or an optimizer index names no parameter.
+ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<std::string>& order);
+
+// A model's trainable parameters (in order, with shapes) and buffers.
+struct ModelNames {
+  std::vector<std::string> params;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> buffers;
+};
+
+// When `set` names its parameters other than `model` does but holds the same
+// number with the same shapes in the same order (the zoo builds a model for
+// ZeRO stage 3 as a LayerList, whose names differ from the plain model's:
+// "hidden0.1.weight" for "hidden.0.weight"), renames them (and the buffers,
+// likewise) to the model's and warns once on stderr. Otherwise leaves it.
+void match_names(ShardSet& set, const ModelNames& model);
+
+// The inverse of shard_set_of_whole: `set` as a whole-model checkpoint for an
+// optimizer built over `model`'s parameters in groups of `group_sizes`, with
+// the parameters in `dtype`. Refuses (c10::Error naming the set's source) a
+// set whose parameters differ from the model's.
+format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
+                                      torch::ScalarType dtype);
 
 }  // namespace paisoar::zero::detail

@@ -34,6 +34,11 @@ struct TrainingState {
   bool cpu_rng = true;
 };
 
+// With both a model and an optimizer, the metadata names the parameter of
+// each optimizer index, as a JSON list ("" for one the model does not hold),
+// so the optimizer state can be resharded by name (zero::ShardSet).
+inline constexpr const char* kOptimizerNamesKey = "optim.param_names";
+
 // model + optimizer + RNG, plus `metadata` (caller's keys must not start with
 // "optim." or "paisoar.").
 format::TensorFile capture_training_state(const TrainingState& state, format::Metadata metadata = {});

@@ -1,0 +1,114 @@
+// Resuming on another layout, end to end with thread-ranks: a run stopped at
+// step 8 resumes from its step-6 checkpoint on another number of ranks or
+// another ZeRO stage, with the same global batch, and continues the run that
+// was never stopped: the same sample order (the loader's position is saved in
+// samples), the same logged loss at every step (the epoch's running mean over
+// all ranks, carried by the checkpoint) and the same parameters at the end,
+// within fp32 reduction-order tolerance (other ranks sum in another order,
+// ZeRO reduce-scatters where DDP allreduces). A resume with another
+// train.batch_size is refused, naming the file and the key.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "paisoar/train/trainer.h"
+#include "tests/support/expect_error.h"
+#include "tests/train/train_support.h"
+
+using namespace paisoar;
+using paisoar::testing::expect_close;
+using paisoar::testing::expect_error_of;
+using paisoar::testing::small_config;
+using paisoar::testing::train_with;
+
+namespace {
+
+struct Layout {
+  int ranks;
+  int64_t zero_stage;
+  std::string name() const { return std::to_string(ranks) + " ranks, zero.stage " + std::to_string(zero_stage); }
+};
+
+train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layout) {
+  auto c = small_config();
+  c.run_dir = run_dir;
+  c.model.name = "mlp";  // a LayerList too, so every ZeRO stage can hold it
+  c.optimizer.name = "adamw";
+  c.optimizer.lr = 0.002;
+  c.optimizer.weight_decay = 0.01;
+  c.train.epochs = 2;  // 10 steps of 64 samples per epoch on any number of ranks
+  c.train.log_every = 1;
+  c.eval.every_epochs = 0;
+  c.profiler.enabled = false;
+  c.checkpoint.every_steps = 3;
+  c.checkpoint.resume = true;
+  c.zero.stage = layout.zero_stage;
+  return c;
+}
+
+// The logged loss of each step in run_dir/metrics.jsonl (a resumed run's
+// records follow the stopped one's: the last record of a step wins).
+std::map<int64_t, double> logged_losses(const std::string& run_dir) {
+  std::map<int64_t, double> out;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto record = nlohmann::json::parse(line);
+    if (record.contains("loss") && record.contains("step")) out[record.at("step")] = record.at("loss");
+  }
+  return out;
+}
+
+void expect_resume_continues(const Layout& before, const Layout& after, double tolerance) {
+  SCOPED_TRACE(before.name() + " -> " + after.name());
+  const std::string base = ::testing::TempDir() + "paisoar_reshard_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  const auto straight_config = reshard_config(base + "/straight", before);
+  const auto straight = train_with(straight_config, before.ranks).first;
+
+  const auto stopped_config = reshard_config(base + "/resumed", before);
+  EXPECT_THROW(train_with(stopped_config, before.ranks, [](int64_t step) {
+                 if (step == 8) throw std::runtime_error("simulated crash");
+               }),
+               std::runtime_error);
+  const auto [resumed, result] = train_with(reshard_config(base + "/resumed", after), after.ranks);
+  EXPECT_NE(result.resumed_from.find("step-000000000006"), std::string::npos) << result.resumed_from;
+  EXPECT_EQ(result.global_step, 20);
+  expect_close(straight, resumed, tolerance);
+
+  const auto want = logged_losses(base + "/straight");
+  const auto got = logged_losses(base + "/resumed");
+  ASSERT_EQ(want.size(), 20u);
+  for (int64_t step = 7; step <= 20; ++step) {
+    ASSERT_TRUE(got.count(step)) << "step " << step << " not logged";
+    EXPECT_NEAR(got.at(step), want.at(step), 1e-5 * std::abs(want.at(step)) + 1e-6) << "step " << step;
+  }
+  std::filesystem::remove_all(base);
+}
+
+}  // namespace
+
+TEST(TrainerReshard, TwoRanksResumeOnFour) { expect_resume_continues({2, 0}, {4, 0}, 5e-5); }
+
+TEST(TrainerReshard, DdpResumesUnderZeroTwoOnFourRanks) { expect_resume_continues({2, 0}, {4, 2}, 5e-5); }
+
+TEST(TrainerReshard, ZeroThreeResumesWithoutZeroOnOneRank) { expect_resume_continues({2, 3}, {1, 0}, 5e-5); }
+
+TEST(TrainerReshard, AnotherBatchSizeIsRefused) {
+  const std::string base = ::testing::TempDir() + "paisoar_reshard_batch_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  auto c = reshard_config(base, {2, 0});
+  c.train.max_steps = 3;
+  train_with(c, 2);
+  c.train.max_steps = 6;
+  c.train.batch_size = 32;
+  expect_error_of<std::runtime_error>([&] { train_with(c, 2); },
+                                      {"step-000000000003.safetensors", "'train.batch_size' is 64",
+                                       "this run's train.batch_size is 32", "set train.batch_size: 64"});
+  std::filesystem::remove_all(base);
+}
