@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   auto train = paisoar::app::add_train_command(app);
   auto convert = paisoar::app::add_convert_command(app);
   auto zero_consolidate = paisoar::app::add_zero_consolidate_command(app);
+  auto checkpoint = paisoar::app::add_checkpoint_command(app);
   auto report = paisoar::app::add_report_command(app);
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   std::vector<std::pair<std::string, paisoar::app::Command>> benches;
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("train")) return train(argc, argv);
     if (app.got_subcommand("convert")) return convert(argc, argv);
     if (app.got_subcommand("zero-consolidate")) return zero_consolidate(argc, argv);
+    if (app.got_subcommand("checkpoint")) return checkpoint(argc, argv);
     if (app.got_subcommand("report")) return report(argc, argv);
     if (app.got_subcommand("bench")) {
       for (const auto& [name, run] : benches) {

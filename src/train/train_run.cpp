@@ -46,7 +46,7 @@ RankPlace place_of(const comm::Communicator& world, const comm::Communicator& da
 std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTask& task, const RunPlan& plan,
                                             const RankPlace& place, comm::Communicator& world,
                                             hybrid::HybridMesh* mesh,
-                                            const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
+                                            const std::optional<ResumeSource>& newest,
                                             amp::GradScaler& scaler) {
   if (c.parallel.pipeline == 1) {
     return std::make_unique<DataParallelSteps>(task, plan.accumulation, plan.precision.policy,
@@ -55,6 +55,12 @@ std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTas
   const int64_t micro_rows = plan.loader.batch_size / c.parallel.micro_batches;
   return std::make_unique<PipelineSteps>(task, c, micro_rows, place.device, world, *mesh,
                                          checkpointed_pipeline_bounds(newest), scaler);
+}
+
+// Where this rank's part of a model-parallel model is saved ("" without one).
+std::string part_name_of(const hybrid::HybridMesh* mesh) {
+  if (!mesh) return "";
+  return "p" + std::to_string(mesh->pipeline_rank()) + "-t" + std::to_string(mesh->tensor_rank());
 }
 
 }  // namespace
@@ -70,7 +76,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       loader_(task.train_data, loader_options(config, place_)),
       plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
       checkpoints_(open_checkpoints(plan_.checkpoint, world_)),
-      newest_(config.checkpoint.resume ? newest_checkpoint(checkpoints_) : std::nullopt),
+      newest_(config.checkpoint.resume ? newest_checkpoint(checkpoints_, part_name_of(mesh)) : std::nullopt),
       scaler_(plan_.scaler, world_),
       micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_)),
       sync_(config, micro_->model(), data_comm_, plan_.lr, env.job.local_world_size),  // ZeRO: collective, shards the model now
@@ -104,7 +110,7 @@ TrainerState TrainRun::trainer_state() {
   if (mesh_) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
-    state.part_name = "p" + std::to_string(mesh_->pipeline_rank()) + "-t" + std::to_string(mesh_->tensor_rank());
+    state.part_name = part_name_of(mesh_);
     state.part_layout = "pipeline " + std::to_string(config_.parallel.pipeline) + " x tensor " +
                         std::to_string(config_.parallel.tensor);
     if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
@@ -114,7 +120,7 @@ TrainerState TrainRun::trainer_state() {
 
 ResumePoint TrainRun::resume() {
   if (!config_.checkpoint.resume) return {};
-  std::optional<ResumePoint> point = restore_trainer_state(newest_, checkpoints_, state_, batch_shape(), world_);
+  std::optional<ResumePoint> point = restore_trainer_state(newest_, state_, batch_shape(), world_);
   if (!point) return {};
   if (point->loader.batch % plan_.accumulation != 0) {
     throw ConfigError("train.grad_accumulation: " + point->path + " stopped at micro-batch " +

@@ -115,7 +115,7 @@ class TrainRun {
   checkpoint::CheckpointManager checkpoints_;
   // The checkpoint a resume starts from, read once (the pipeline's split and
   // the resume both come from it); nullopt without one or checkpoint.resume.
-  const std::optional<checkpoint::CheckpointManager::Loaded> newest_;
+  const std::optional<ResumeSource> newest_;
   amp::GradScaler scaler_;
   std::unique_ptr<MicroSteps> micro_;
   GradSync sync_;

@@ -152,26 +152,22 @@ void write_model_state(const std::string& root, const std::string& name, const T
   }
 }
 
-// A checkpoint's model state, in one of its two forms.
-struct SavedModel {
-  std::string shard_dir;                     // ZeRO shard files (any world size, any stage), or
-  const format::TensorFile* whole = nullptr;  // one whole-model file
-};
-
-// Puts the saved model state into this rank's model and optimizer, resharding
-// between the two forms when the run's layout is the other one.
-void read_model_state(const TrainerState& state, const SavedModel& saved) {
-  if (!saved.shard_dir.empty()) {
+// Puts a checkpoint's model state (ZeRO shards, or one whole-model file)
+// into this rank's model and optimizer, resharding between the two forms
+// when the run's layout is the other one.
+void read_model_state(const TrainerState& state, const zero::detail::ShardSet* shards,
+                      const format::TensorFile* whole) {
+  if (shards) {
     if (state.zero) {
-      zero::load_sharded(*state.zero, saved.shard_dir);
+      zero::detail::load_shard_set(*state.zero, *shards);
     } else {
       checkpoint::restore_training_state({state.model, state.optimizer, false},
-                                         zero::whole_of_sharded(saved.shard_dir, *state.model, *state.optimizer));
+                                         zero::detail::whole_of_shard_set(*shards, *state.model, *state.optimizer));
     }
   } else if (state.zero) {
-    zero::load_whole(*state.zero, *saved.whole);
+    zero::load_whole(*state.zero, *whole);
   } else {
-    checkpoint::restore_training_state({state.model, state.optimizer, false}, *saved.whole);
+    checkpoint::restore_training_state({state.model, state.optimizer, false}, *whole);
   }
 }
 
@@ -186,37 +182,48 @@ std::string named_step_dir(const format::TensorFile& c, const char* key, const s
   return it->second;
 }
 
-// Refuses (c10::Error, so load_latest falls back to an older one) a step file
-// that the Trainer cannot trust: no CRC-32s, a step other than its name's, or
-// files other than its manifest lists.
-void check_resumable(const checkpoint::CheckpointManager::Loaded& loaded, const std::string& root) {
+}  // namespace
+
+std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager::Loaded& loaded,
+                                             const std::string& root, bool checksums) {
   const auto& c = loaded.checkpoint;
-  if (!c.metadata.count(format::kDataCrcKey) || !c.metadata.count(format::kHeaderCrcKey)) {
-    C10_THROW_ERROR(Error, c.source + " has no CRC-32s ('" + format::kDataCrcKey + "', '" + format::kHeaderCrcKey +
-                             "'): it was not written by paisoar's Trainer or they were removed, so it cannot be "
-                             "checked; remove it");
-  }
-  const int64_t step = metadata_int(c, "train.step", 0);
-  if (step != loaded.step) {
-    C10_THROW_ERROR(Error, c.source + ": its metadata says train.step " + std::to_string(step) +
-                             " but its name says step " + std::to_string(loaded.step) +
-                             ": it was renamed or damaged; remove it to resume from the one before");
-  }
-  std::string dir = named_step_dir(c, kPartsKey, "parts");
-  if (dir.empty()) dir = named_step_dir(c, kShardKey, "zero");
-  const auto files = checkpoint::parse_file_manifest(metadata_text(c, checkpoint::kFilesKey), c.source);
   std::vector<std::string> problems;
-  if (dir.empty()) {
-    for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
-  } else {
-    problems = checkpoint::check_files(root, dir, files, false);
+  if (!c.metadata.count(format::kDataCrcKey) || !c.metadata.count(format::kHeaderCrcKey)) {
+    problems.push_back(std::string("it has no CRC-32s ('") + format::kDataCrcKey + "', '" + format::kHeaderCrcKey +
+                       "'): it was not written by paisoar's Trainer or they were removed, so it cannot be checked");
+    return problems;
   }
-  if (!problems.empty()) {
-    std::string list;
-    for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
-    C10_THROW_ERROR(Error, c.source + ": the files of this checkpoint are not the ones it lists in '" +
-                             checkpoint::kFilesKey + "' (" + list + "); it is incomplete or was changed");
+  try {
+    const int64_t step = metadata_int(c, "train.step", 0);
+    if (step != loaded.step) {
+      problems.push_back("its metadata says train.step " + std::to_string(step) + " but its name says step " +
+                         std::to_string(loaded.step) + ": it was renamed or damaged");
+    }
+    std::string dir = named_step_dir(c, kPartsKey, "parts");
+    if (dir.empty()) dir = named_step_dir(c, kShardKey, "zero");
+    const auto files = checkpoint::parse_file_manifest(metadata_text(c, checkpoint::kFilesKey), c.source);
+    if (dir.empty()) {
+      for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
+    } else {
+      for (auto& p : checkpoint::check_files(root, dir, files, checksums)) problems.push_back(std::move(p));
+    }
+  } catch (const c10::Error& e) {
+    problems.push_back(e.what_without_backtrace());
   }
+  return problems;
+}
+
+namespace {
+
+// Refuses (c10::Error, so load_latest falls back to an older one) a step file
+// that the Trainer cannot trust (checkpoint_problems, without reading the
+// listed files' bytes: their own CRCs are checked as they load).
+void check_resumable(const checkpoint::CheckpointManager::Loaded& loaded, const std::string& root) {
+  const auto problems = checkpoint_problems(loaded, root, false);
+  if (problems.empty()) return;
+  std::string list;
+  for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
+  C10_THROW_ERROR(Error, loaded.checkpoint.source + ": " + list + "; it is incomplete or was changed");
 }
 
 }  // namespace
@@ -297,16 +304,35 @@ void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerSta
   if (manager.options().rank == 0 && !kind.empty()) prune_step_dirs(manager, kind);
 }
 
-std::optional<checkpoint::CheckpointManager::Loaded> newest_checkpoint(const checkpoint::CheckpointManager& manager) {
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
+                                              const std::string& part_name) {
   const std::string root = manager.options().dir;
-  return manager.load_latest([&root](const checkpoint::CheckpointManager::Loaded& l) { check_resumable(l, root); });
+  std::optional<ResumeSource> source;
+  const auto loaded = manager.load_latest([&](const checkpoint::CheckpointManager::Loaded& l) {
+    check_resumable(l, root);
+    const auto& c = l.checkpoint;
+    source.emplace();
+    if (const std::string parts = named_step_dir(c, kPartsKey, "parts"); !parts.empty() && !part_name.empty()) {
+      const std::string dir = root + "/" + parts + "/" + part_name;
+      std::error_code ec;
+      if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
+        source->part_file = format::load_safetensors(dir + "/" + kPartFile);
+      } else {
+        source->shards = zero::detail::read_shard_set(dir);
+      }
+    } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
+      source->shards = zero::detail::read_shard_set(root + "/" + shards);
+    }
+  });
+  if (!loaded) return std::nullopt;
+  source->step_file = *loaded;
+  return source;
 }
 
-std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
-                                                 const checkpoint::CheckpointManager& manager,
+std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm) {
-  const int64_t step = newest ? newest->step : 0;  // check_resumable: train.step is the name's
+  const int64_t step = newest ? newest->step_file.step : 0;  // check_resumable: train.step is the name's
   // Every rank must resume from the same step (a node without the checkpoint
   // directory would start over and the ranks' collectives would not pair up).
   auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
@@ -318,7 +344,7 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint:
                              ": give every node the same checkpoint.dir (a shared file system)");
   }
   if (!newest) return std::nullopt;
-  const auto& c = newest->checkpoint;
+  const auto& c = newest->step_file.checkpoint;
   const int64_t saved_batch = metadata_int(c, "train.batch_size", 1);
   if (saved_batch != batch.batch_size) {
     C10_THROW_ERROR(Error, c.source + ": metadata 'train.batch_size' is " + std::to_string(saved_batch) +
@@ -353,9 +379,6 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint:
                                                         "parallel.pipeline/tensor") +
                              ", or point checkpoint.dir elsewhere to start over");
   }
-  const std::string root = manager.options().dir;
-  SavedModel saved{"", &c};
-  std::optional<format::TensorFile> part_file;
   if (!parts.empty()) {
     const std::string written = metadata_text(c, kPartLayoutKey);
     if (written != state.part_layout) {
@@ -363,20 +386,13 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint:
                                state.part_layout + ". Resume with the parallel: settings it was written with, or "
                                "point checkpoint.dir elsewhere to start over");
     }
-    saved.shard_dir = root + "/" + parts + "/" + state.part_name;
-    std::error_code ec;
-    if (std::filesystem::exists(saved.shard_dir + "/" + kPartFile, ec)) {
-      part_file = format::load_safetensors(saved.shard_dir + "/" + kPartFile);
-      saved = {"", &*part_file};
-    }
-  } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
-    saved.shard_dir = root + "/" + shards;
   }
+  const zero::detail::ShardSet* shards = newest->shards ? &*newest->shards : nullptr;
   try {
-    read_model_state(state, saved);
+    read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);
   } catch (const std::exception& e) {
     C10_THROW_ERROR(Error, "cannot resume from " + c.source +
-                             (saved.shard_dir.empty() ? "" : " (its model state in " + saved.shard_dir + ")") + ": " +
+                             (shards ? " (its model state in " + shards->dir + ")" : std::string()) + ": " +
                              error_text(e));
   }
   checkpoint::restore_training_state({nullptr, nullptr, true}, c);
@@ -385,11 +401,11 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint:
   return point;
 }
 
-std::optional<std::vector<int>> checkpointed_pipeline_bounds(
-    const std::optional<checkpoint::CheckpointManager::Loaded>& newest) {
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional<ResumeSource>& newest) {
   if (!newest) return std::nullopt;
-  const auto it = newest->checkpoint.metadata.find(kBoundsKey);
-  if (it == newest->checkpoint.metadata.end()) return std::nullopt;
+  const auto& c = newest->step_file.checkpoint;
+  const auto it = c.metadata.find(kBoundsKey);
+  if (it == c.metadata.end()) return std::nullopt;
   std::vector<int> bounds;
   std::stringstream text(it->second);
   std::string item;
@@ -397,7 +413,7 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(
     try {
       bounds.push_back(std::stoi(item));
     } catch (const std::logic_error&) {
-      damaged_metadata(newest->checkpoint, kBoundsKey, "not a list of layer indices");
+      damaged_metadata(c, kBoundsKey, "not a list of layer indices");
     }
   }
   return bounds;

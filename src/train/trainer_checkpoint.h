@@ -31,6 +31,7 @@
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/zero/zero_optimizer.h"
+#include "src/zero/shard_set.h"
 
 namespace paisoar::comm {
 class Communicator;
@@ -101,18 +102,36 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
 void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step,
                         const RunProgress& progress, const BatchShape& batch, const std::string& config_text);
 
-// The newest checkpoint the Trainer can resume from: it loads intact, was
-// written by the Trainer (train.* metadata, CRCs, the file manifest) and its
-// listed files are all there with their sizes. A newer one that is not is
-// named in a warning and skipped. nullopt: the directory holds none. Not
-// collective; every rank reads it (restore_trainer_state checks they agree).
-std::optional<checkpoint::CheckpointManager::Loaded> newest_checkpoint(const checkpoint::CheckpointManager& manager);
+// What is wrong with the Trainer checkpoint `loaded` (a step file that read
+// intact) in checkpoint.dir `root`: no CRC-32s, a train.step other than its
+// name's, a damaged manifest, listed files missing or of another size (with
+// `checksums`, of other contents: every listed file is read), files present
+// but not listed. Empty: it can be resumed. Not collective.
+std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager::Loaded& loaded,
+                                             const std::string& root, bool checksums);
+
+// The checkpoint a resume starts from, read in full and checked: its step
+// file and the model state it names.
+struct ResumeSource {
+  checkpoint::CheckpointManager::Loaded step_file;
+  std::optional<zero::detail::ShardSet> shards;  // ZeRO shards (written by any number of ranks), or
+  std::optional<format::TensorFile> part_file;   // this rank's part, whole; neither: the model is in the step file
+};
+
+// The newest checkpoint the Trainer can resume from: its step file loads
+// intact and has no checkpoint_problems (sizes checked, not contents), and
+// the model state it names (the ZeRO shards, or this rank's part under
+// <part_name>, "" without model parallelism) loads intact, every file's own
+// CRC-32s checked. A newer one that does not is named in a warning and
+// skipped. nullopt: the directory holds none. Not collective: every rank
+// reads it (restore_trainer_state checks they agree on the step).
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
+                                              const std::string& part_name);
 
 // The pipeline split ("0,2,3") of `newest`, if it is a model-parallel one; a
 // resume builds its stages from it instead of profiling again (a new profile
 // could cut elsewhere).
-std::optional<std::vector<int>> checkpointed_pipeline_bounds(
-    const std::optional<checkpoint::CheckpointManager::Loaded>& newest);
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional<ResumeSource>& newest);
 
 // Collective. `newest` (newest_checkpoint's) restored into `state`, or
 // nullopt if there is none. Every rank must find the same step (else every
@@ -121,8 +140,7 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(
 // tensors) when it does not fit the model, was written with another
 // train.batch_size or another model-parallel split, or its loader position is
 // not a whole number of this run's micro-batches.
-std::optional<ResumePoint> restore_trainer_state(const std::optional<checkpoint::CheckpointManager::Loaded>& newest,
-                                                 const checkpoint::CheckpointManager& manager,
+std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm);
 

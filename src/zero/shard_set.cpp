@@ -258,8 +258,21 @@ void match_names(ShardSet& set, const ModelNames& model) {
   set.scalars = std::move(renamed.scalars);
 }
 
-format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
-                                      torch::ScalarType dtype) {
+format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& module,
+                                      const torch::optim::Optimizer& optimizer) {
+  ModelNames model;
+  torch::ScalarType dtype = torch::kFloat;
+  for (const auto& p : module.named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    model.params.push_back(p.key());
+    model.shapes.push_back(p.value().sizes().vec());
+    dtype = p.value().scalar_type();
+  }
+  for (const auto& b : module.named_buffers()) {
+    if (b.value().defined()) model.buffers.emplace_back(b.key(), b.value().sizes().vec());
+  }
+  std::vector<size_t> group_sizes;
+  for (const auto& g : optimizer.param_groups()) group_sizes.push_back(g.params().size());
   match_names(set, model);
   const std::vector<std::string>& trainable = model.params;
   std::vector<std::string> problems;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "paisoar/format/tensor_file.h"
+#include "paisoar/zero/zero_optimizer.h"
 
 namespace paisoar::zero::detail {
 
@@ -53,11 +54,17 @@ struct ModelNames {
 // likewise) to the model's and warns once on stderr. Otherwise leaves it.
 void match_names(ShardSet& set, const ModelNames& model);
 
-// The inverse of shard_set_of_whole: `set` as a whole-model checkpoint for an
-// optimizer built over `model`'s parameters in groups of `group_sizes`, with
-// the parameters in `dtype`. Refuses (c10::Error naming the set's source) a
-// set whose parameters differ from the model's.
-format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
-                                      torch::ScalarType dtype);
+// The inverse of shard_set_of_whole: `set` as a whole-model checkpoint for
+// `optimizer`, built over `model`'s trainable parameters in their order (the
+// parameters in the model's dtype). Refuses (c10::Error naming the set's
+// source) a set whose parameters differ from the model's.
+format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& model,
+                                      const torch::optim::Optimizer& optimizer);
+
+// Collective over the optimizer's group: puts this rank's part of `set`
+// (parameters, optimizer state, buffers) into `z` and all-gathers the
+// parameters into the model (zero::load_sharded's work). Throws c10::Error
+// listing what does not fit; nothing is changed then.
+void load_shard_set(ZeroOptimizer& z, ShardSet set);
 
 }  // namespace paisoar::zero::detail

@@ -101,10 +101,7 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::
 }
 
 
-namespace {
-
-// Puts this rank's part of `set` in place (see load_sharded).
-void load_shard_set(ZeroOptimizer& z, detail::ShardSet set) {
+void detail::load_shard_set(ZeroOptimizer& z, ShardSet set) {
   detail::ModelNames names{z.param_names(), z.param_shapes(), {}};
   for (const auto& [name, b] : z.named_buffers()) names.buffers.emplace_back(name, b.sizes().vec());
   detail::match_names(set, names);
@@ -194,35 +191,15 @@ void load_shard_set(ZeroOptimizer& z, detail::ShardSet set) {
   z.publish();
 }
 
-}  // namespace
-
 format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
   detail::ShardSet set = detail::read_shard_set(dir);
   format::Metadata metadata = set.metadata;
-  load_shard_set(z, std::move(set));
+  detail::load_shard_set(z, std::move(set));
   return metadata;
 }
 
 void load_whole(ZeroOptimizer& z, const format::TensorFile& whole) {
-  load_shard_set(z, detail::shard_set_of_whole(whole, z.param_names()));
-}
-
-format::TensorFile whole_of_sharded(const std::string& dir, const torch::nn::Module& model,
-                                    const torch::optim::Optimizer& optimizer) {
-  detail::ModelNames names;
-  torch::ScalarType dtype = torch::kFloat;
-  for (const auto& p : model.named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    names.params.push_back(p.key());
-    names.shapes.push_back(p.value().sizes().vec());
-    dtype = p.value().scalar_type();
-  }
-  for (const auto& b : model.named_buffers()) {
-    if (b.value().defined()) names.buffers.emplace_back(b.key(), b.value().sizes().vec());
-  }
-  std::vector<size_t> group_sizes;
-  for (const auto& g : optimizer.param_groups()) group_sizes.push_back(g.params().size());
-  return detail::whole_of_shard_set(detail::read_shard_set(dir), names, group_sizes, dtype);
+  detail::load_shard_set(z, detail::shard_set_of_whole(whole, z.param_names()));
 }
 
 void consolidate_shards(const std::string& dir, const std::string& out_path) {

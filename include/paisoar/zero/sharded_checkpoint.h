@@ -34,12 +34,6 @@ format::Metadata load_sharded(ZeroOptimizer& optimizer, const std::string& dir);
 // optimizer state that cannot be split by parameter; nothing is changed then.
 void load_whole(ZeroOptimizer& optimizer, const format::TensorFile& whole);
 
-// Not collective. The sharded checkpoint in `dir` (any world size, any stage)
-// as one whole-model checkpoint for `optimizer`, built over `model`'s
-// trainable parameters in their order: restore_training_state() reads it.
-format::TensorFile whole_of_sharded(const std::string& dir, const torch::nn::Module& model,
-                                    const torch::optim::Optimizer& optimizer);
-
 // Reads the shard files in `dir` and writes the full model to `out_path` as
 // one safetensors file: "model.<name>" for every parameter (in the model's
 // dtype) and buffer, the layout capture_training_state() uses, so
