@@ -213,7 +213,7 @@ bool TrainRun::save(int64_t step) {
 }
 
 BatchShape TrainRun::batch_shape() const {
-  return {config_.train.batch_size, plan_.loader.batch_size * place_.data_world};
+  return {config_.train.batch_size, plan_.loader.batch_size * place_.data_world, plan_.steps_per_epoch};
 }
 
 void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s) {

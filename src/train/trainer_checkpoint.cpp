@@ -364,6 +364,15 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   ResumePoint point;
   point.step = step;
   point.loader = {metadata_int(c, "train.loader_epoch", 0), samples / batch.micro_batch_samples};
+  if (point.loader.epoch * batch.steps_per_epoch + samples / batch.batch_size != step) {
+    C10_THROW_ERROR(Error, c.source + ": its loader position (metadata 'train.loader_epoch' " +
+                             std::to_string(point.loader.epoch) + ", 'train.loader_samples' " +
+                             std::to_string(samples) + ") is not where step " + std::to_string(step) +
+                             " falls in this run's epochs of " + std::to_string(batch.steps_per_epoch) +
+                             " steps: the training data (data.train_limit, data.path) is not the one it was written "
+                             "with, or the file is damaged; resume with the same data, or point checkpoint.dir "
+                             "elsewhere to start over");
+  }
   point.epoch_loss_sum = metadata_double(c, "train.epoch_loss_sum");
   point.epoch_steps = metadata_int(c, "train.epoch_steps", 0);
   point.path = c.source;

@@ -69,6 +69,7 @@ struct RunProgress {
 struct BatchShape {
   int64_t batch_size = 0;           // train.batch_size: samples per optimizer step, over all ranks
   int64_t micro_batch_samples = 0;  // samples of one micro-batch over all data-parallel ranks
+  int64_t steps_per_epoch = 0;
 };
 
 struct ResumePoint {
@@ -139,7 +140,8 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional
 // layouts, over any number of ranks. Throws (naming the file and the key or
 // tensors) when it does not fit the model, was written with another
 // train.batch_size or another model-parallel split, or its loader position is
-// not a whole number of this run's micro-batches.
+// not a whole number of this run's micro-batches or not where its step is in
+// this run's epochs (the data set changed).
 std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm);

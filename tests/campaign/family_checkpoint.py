@@ -91,8 +91,9 @@ def lies(data):
     w = tensors(header)[weight]
     nan = struct.pack("<f", float("nan")) * (16 * 784)
 
-    def meta(**values):
-        h = {**header, "__metadata__": {**header["__metadata__"], **values}}
+    def meta(**values):  # a value None removes the key
+        merged = {**header["__metadata__"], **values}
+        h = {**header, "__metadata__": {k: v for k, v in merged.items() if v is not None}}
         return join(h, body)
 
     def offsets(value):
@@ -131,6 +132,16 @@ def lies(data):
         "step-7": meta(**{"paisoar.step": "7", "train.step": "7"}),
         "train-step-abc": meta(**{"train.step": "abc"}), "loader-epoch-minus-5": meta(**{"train.loader_epoch": "-5"}),
         "loader-batch-huge": meta(**{"train.loader_batch": "999999999"}),
+        "loader-samples-huge": meta(**{"train.loader_samples": "999999999"}),
+        "loader-samples-odd": meta(**{"train.loader_samples": "7"}),
+        "loader-epoch-later": meta(**{"train.loader_epoch": "1"}),
+        "batch-size-half": meta(**{"train.batch_size": str(int(header["__metadata__"]["train.batch_size"]) // 2)}),
+        "batch-size-missing": meta(**{"train.batch_size": None}),
+        "epoch-loss-nan": meta(**{"train.epoch_loss_sum": "nan"}),
+        "manifest-garbage": meta(**{"checkpoint.files": "[{"}),
+        "manifest-lists-a-file": meta(**{"checkpoint.files": '{"zero-000000000002/zero-0-of-1.safetensors": '
+                                                          '{"bytes": 10, "crc32": "00000000"}}'}),
+        "manifest-missing": meta(**{"checkpoint.files": None}),
         "optim-groups-garbage": meta(**{"optim.groups": "[{"}), "optim-groups-empty": meta(**{"optim.groups": "[]"}),
         "optim-type-adam": meta(**{"optim.type": "torch::optim::Adam"}),
         "metadata-not-string": with_raw_header(data, split_text(data).replace('"paisoar.step":"2"', '"paisoar.step":2')),
@@ -156,7 +167,8 @@ def cases(seeds):
         out.append(ckpt_case(seeds, "checkpoint/flip", f"{i}@{at}={value:#04x}",
                              f"the only checkpoint, {STEP2}, byte {at} set to {value:#04x}",
                              write(with_byte(data, at, value))))
-    harmless = {"crc-removed": "a file without paisoar's CRCs, as other tools write it, is still a checkpoint"}
+    harmless = {"loader-batch-huge": "train.loader_batch is a record for people, not read on resume (the position is "
+                                     "train.loader_samples): it must resume at step 2"}
     for name in ("step-abc", "step-minus-1", "step-huge"):
         harmless[name] = "paisoar.step is a record of the save, not read on resume: it must resume at step 2 (the name's)"
     for name, damaged in lies(data).items():
