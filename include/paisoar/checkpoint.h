@@ -5,5 +5,6 @@
 #pragma once
 
 #include "paisoar/checkpoint/checkpoint_manager.h"
+#include "paisoar/checkpoint/file_manifest.h"
 #include "paisoar/checkpoint/training_state.h"
 #include "paisoar/format.h"

@@ -1,7 +1,8 @@
-// GradSync: how the Trainer synchronises gradients, behind one face: DDP's
-// GradientReducer (zero.stage 0) or a ZeroOptimizer (stages 1-3), with the
-// optimizer the config names running on the whole model or on this rank's
-// shard. The loop calls the same methods either way.
+// GradSync: how the Trainer synchronises gradients, one interface with two
+// implementations: DdpSync (zero.stage 0: DDP's GradientReducer, the
+// optimizer on the whole model; ddp_sync.cpp) and ZeroSync (stages 1-3: a
+// ZeroOptimizer, the optimizer on this rank's shard; zero_sync.cpp). The loop
+// calls the same methods either way; make_grad_sync picks one from the plan.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -23,6 +24,15 @@ class Communicator;
 
 namespace paisoar::train {
 
+// What GradSync is built from: RunPlan::sync, derived once from the config.
+struct SyncPlan {
+  OptimizerConfig optimizer;
+  double lr = 0;             // optimizer.lr scaled to the global batch
+  int64_t zero_stage = 0;    // 0: DDP
+  ddp::DdpOptions ddp;       // zero_stage 0
+  zero::ZeroOptions zero;    // zero_stage 1-3
+};
+
 // How the global gradient norm spans a model split across ranks (pipeline
 // stages, tensor-parallel shards); see hybrid::HybridMesh.
 struct SplitModelNorm {
@@ -33,63 +43,69 @@ struct SplitModelNorm {
 
 class GradSync {
  public:
-  // Builds the optimizer. With ZeRO this is collective: the ZeroOptimizer
-  // broadcasts rank 0's weights and shards them (restore a checkpoint after).
-  // Throws ConfigError for ZeRO stage 3 on a model that is not a zero::LayerList.
-  // `ranks_per_node`: ranks on one node (RunEnvironment), for DDP's
-  // hierarchical averaging across nodes.
-  GradSync(const TrainConfig& config, std::shared_ptr<torch::nn::Module> model,
-           std::shared_ptr<comm::Communicator> comm, double lr, int ranks_per_node = 1);
-  ~GradSync();
+  virtual ~GradSync() = default;
 
   // Collective. DDP: builds the reducer, which broadcasts rank 0's (restored)
   // weights. Call once, after a checkpoint was restored. ZeRO: nothing.
-  void start();
+  virtual void start() {}
 
-  torch::optim::Optimizer& optimizer();
-  zero::ZeroOptimizer* zero() { return zero_; }  // null at stage 0
+  virtual torch::optim::Optimizer& optimizer() = 0;
+  virtual zero::ZeroOptimizer* zero() { return nullptr; }  // null without ZeRO
 
-  void zero_grad();
-  void set_sync(bool on);  // false: this backward only accumulates (not the step's last micro-batch)
-  void pre_forward();
-  void post_forward(const std::vector<torch::Tensor>& outputs);
+  virtual void zero_grad() = 0;
+  virtual void set_sync(bool on) = 0;  // false: this backward only accumulates (not the step's last micro-batch)
+  virtual void pre_forward() {}
+  virtual void post_forward(const std::vector<torch::Tensor>& outputs) { (void)outputs; }
+
   // Clips the gradients to a global norm over all ranks; returns the norm.
   // `grad_scale`: the factor the gradients still hold (a GradScaler's scale
   // before unscale_), as optim::ClipGradNormOptions has it; max_norm infinity
   // only measures.
   double clip_grad_norm(double max_norm, double grad_scale = 1.0);
   // The model is split across ranks: clip_grad_norm sums over its parts.
-  // Call after the constructor (ZeRO's shard exists then); sorts the
-  // gradients into counted and uncounted once.
+  // Call after construction (ZeRO's shard exists then); sorts the gradients
+  // into counted and uncounted once.
   void set_split_model_norm(const SplitModelNorm& norm);
+
   // DDP's stats of the last backward; ZeRO: zeros (its reduce-scatters are not timed).
-  const ddp::ReducerStats& last_stats() const;
+  virtual const ddp::ReducerStats& last_stats() const { return no_stats_; }
 
   // Parameters, gradients and optimizer state this rank holds (ZeRO: its
   // shard), the device allocator and the process's resident memory.
-  memory::MemoryReport measure_memory(int rank, c10::Device device) const;
+  virtual memory::MemoryReport measure_memory(int rank, c10::Device device) const = 0;
 
   // Collective, at the end of training. ZeRO stage 3: gathers the parameters
   // back into the model (between steps it holds none), so the model can be
   // evaluated or saved after fit(); the optimizer is gone afterwards.
-  void finish();
+  virtual void finish() {}
 
- private:
-  TrainConfig config_;
-  std::shared_ptr<torch::nn::Module> model_;
-  std::shared_ptr<comm::Communicator> comm_;
-  int ranks_per_node_ = 1;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  zero::ZeroOptimizer* zero_ = nullptr;  // optimizer_, when ZeRO
-  std::unique_ptr<ddp::GradientReducer> reducer_;
-  ddp::ReducerStats no_stats_;
-  // set_split_model_norm's sorting: the tensors whose gradients the norm counts,
-  // and the options carrying the group and the uncounted copies.
+ protected:
+  // The gradients clip_grad_norm counts on an unsplit model, and its norm.
+  virtual double clip_whole(double max_norm, const optim::ClipGradNormOptions& options) = 0;
+  // set_split_model_norm's sorting: the tensors whose gradients the norm
+  // counts (the rest into options.uncounted) and the group it sums over.
   struct SplitClip {
     std::vector<torch::Tensor> counted;
     optim::ClipGradNormOptions options;
   };
+  virtual SplitClip split_clip(const SplitModelNorm& norm) const = 0;
+
+ private:
   std::optional<SplitClip> split_;
+  ddp::ReducerStats no_stats_;
 };
+
+// DdpSync when plan.zero_stage is 0, else ZeroSync. ZeroSync's constructor
+// is collective (the ZeroOptimizer broadcasts rank 0's weights and shards
+// them; restore a checkpoint after); it throws ConfigError for stage 3 on a
+// model that is not a zero::LayerList.
+std::unique_ptr<GradSync> make_grad_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         std::shared_ptr<comm::Communicator> comm);
+
+// The two implementations (ddp_sync.cpp, zero_sync.cpp).
+std::unique_ptr<GradSync> make_ddp_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                        std::shared_ptr<comm::Communicator> comm);
+std::unique_ptr<GradSync> make_zero_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         std::shared_ptr<comm::Communicator> comm);
 
 }  // namespace paisoar::train

@@ -64,6 +64,18 @@ RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_p
   p.scaler.min_scale = 1.0;
   p.finite_loss.action = c.amp.skip_nonfinite ? amp::OnNonFiniteLoss::Skip : amp::OnNonFiniteLoss::Stop;
 
+  p.sync.optimizer = c.optimizer;
+  p.sync.lr = p.lr;
+  p.sync.zero_stage = c.zero.stage;
+  p.sync.ddp.bucket_cap_mb = c.distributed.bucket_cap_mb;
+  p.sync.ddp.overlap = c.distributed.overlap;
+  p.sync.ddp.compression.type = ddp::parse_compression(c.distributed.compression);
+  p.sync.ddp.ranks_per_node = static_cast<int>(place.ranks_per_node);
+  p.sync.zero.stage = static_cast<int>(std::max<int64_t>(c.zero.stage, 1));
+  p.sync.zero.bucket_cap_mb = c.distributed.bucket_cap_mb;
+  p.sync.zero.overlap = c.distributed.overlap;
+  p.sync.zero.prefetch = c.zero.prefetch;
+
   p.checkpoint.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
   p.checkpoint.every_steps = c.checkpoint.every_steps;
   p.checkpoint.keep_last = c.checkpoint.keep_last;

@@ -1,7 +1,7 @@
 // RunPlan: every option a Trainer run derives from its validated config,
 // worked out once before the run's parts are built: the loader's share of the
 // batch, the step counts, the scaled learning rate and its schedule, the
-// precision, checkpoints, loss checks and the profiler.
+// precision, checkpoints, loss checks, the profiler and the gradient sync.
 #pragma once
 
 #include <torch/types.h>
@@ -16,6 +16,7 @@
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/train_config.h"
+#include "src/train/grad_sync.h"
 #include "src/train/precision_context.h"
 
 namespace paisoar::train {
@@ -25,6 +26,7 @@ struct RankPlace {
   int64_t rank = 0;                       // in the world
   int64_t data_rank = 0, data_world = 1;  // along the data dimension (the world without model parallelism)
   torch::Device device{torch::kCPU};      // the model's
+  int64_t ranks_per_node = 1;             // for DDP's hierarchical averaging across nodes
 };
 
 struct RunPlan {
@@ -39,6 +41,7 @@ struct RunPlan {
   amp::FiniteLossCheckOptions finite_loss;
   checkpoint::CheckpointOptions checkpoint;
   profiler::ProfilerOptions profiler;
+  SyncPlan sync;                   // DDP's or ZeRO's options and the optimizer
 };
 
 // The loader's options alone: the loader's count of batches completes the plan.

@@ -119,6 +119,8 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end", at_least(0, kMax, "0 (end only) or more"));
   s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "", at_least(1, 1e6));
   s.bind("checkpoint.resume", &c.checkpoint.resume, "resume from the newest complete checkpoint");
+  s.bind("checkpoint.async", &c.checkpoint.async,
+         "the step waits only for a copy to host memory; one save at a time is written in the background");
   s.bind("checkpoint.on_error", &c.checkpoint.on_error,
          "a checkpoint that cannot be written (disk full): stop the run, or warn and train on",
          kCheckpointErrorNames);

@@ -32,8 +32,9 @@ const TrainTask& checked_task(const TrainTask& task) {
 }
 
 RankPlace place_of(const comm::Communicator& world, const comm::Communicator& data_comm,
-                   const torch::nn::Module& model) {
+                   const torch::nn::Module& model, int64_t ranks_per_node) {
   RankPlace place;
+  place.ranks_per_node = ranks_per_node;
   place.rank = world.rank();
   place.data_rank = data_comm.rank();
   place.data_world = data_comm.size();
@@ -57,6 +58,12 @@ std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTas
                                          checkpointed_pipeline_bounds(newest), scaler);
 }
 
+std::vector<int> all_ranks(const comm::Communicator& world) {
+  std::vector<int> ranks(static_cast<size_t>(world.size()));
+  for (int r = 0; r < world.size(); ++r) ranks[static_cast<size_t>(r)] = r;
+  return ranks;
+}
+
 // Where this rank's part of a model-parallel model is saved ("" without one).
 std::string part_name_of(const hybrid::HybridMesh* mesh) {
   if (!mesh) return "";
@@ -72,15 +79,16 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       world_(std::move(world)),
       mesh_(mesh),
       data_comm_(mesh ? mesh->data_group() : world_),
-      place_(place_of(*world_, *data_comm_, *task.model)),
+      place_(place_of(*world_, *data_comm_, *task.model, env.job.local_world_size)),
       loader_(task.train_data, loader_options(config, place_)),
       plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
       checkpoints_(open_checkpoints(plan_.checkpoint, world_)),
+      checkpoint_comm_(config.checkpoint.async ? world_->new_group(all_ranks(*world_)) : nullptr),
       newest_(config.checkpoint.resume ? newest_checkpoint(checkpoints_, part_name_of(mesh)) : std::nullopt),
       scaler_(plan_.scaler, world_),
       micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_)),
-      sync_(config, micro_->model(), data_comm_, plan_.lr, env.job.local_world_size),  // ZeRO: collective, shards the model now
-      schedule_(sync_.optimizer(), plan_.schedule),
+      sync_(make_grad_sync(plan_.sync, micro_->model(), data_comm_)),  // ZeRO: collective, shards the model now
+      schedule_(sync_->optimizer(), plan_.schedule),
       state_(trainer_state()),
       start_(resume()),  // before DDP's reducer exists: it then broadcasts the restored weights
       config_text_(dump_config(config)),
@@ -90,10 +98,11 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
     // One replica's gradients are spread over its stages and tensor shards.
     SplitModelNorm norm{mesh_->model_group(), world_, {}};
     if (mesh_->tensor_rank() != 0) norm.uncounted = hybrid::tensor_replicated_parameters(*micro_->model());
-    sync_.set_split_model_norm(std::move(norm));
+    sync_->set_split_model_norm(std::move(norm));
   }
-  sync_.start();
-  micro_->attach(sync_);
+  sync_->start();
+  micro_->attach(*sync_);
+  if (config.checkpoint.async) async_.emplace();
   if (!config.activation_checkpointing.empty()) recompute_.emplace(config.activation_checkpointing);
   if (config.profiler.memory && place_.device.type() == c10::DeviceType::CPU) {
     memory::install_cpu_tracking_allocator();
@@ -101,12 +110,12 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   report_.emplace(config, place_.rank == 0, plan_.total_steps);
   report_->run_start(start_.step, world_->size(), config_text_);
   print_opening();
-  tools_.emplace(StepTools{loader_, *prof_, sync_, finite_loss_, scaler_, plan_.precision,
+  tools_.emplace(StepTools{loader_, *prof_, *sync_, finite_loss_, scaler_, plan_.precision,
                            recompute_ ? &*recompute_ : nullptr, place_.device});
 }
 
 TrainerState TrainRun::trainer_state() {
-  TrainerState state{task_.model.get(), &sync_.optimizer(), &schedule_, &scaler_, sync_.zero(), world_, data_comm_};
+  TrainerState state{task_.model.get(), &sync_->optimizer(), &schedule_, &scaler_, sync_->zero(), world_, data_comm_};
   if (mesh_) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
@@ -163,25 +172,25 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
   prof.begin_step(step);
   std::optional<memory::PeakMeter> meter;
   if (config_.profiler.memory) meter.emplace(place_.device);
-  sync_.zero_grad();
+  sync_->zero_grad();
   const StepOutcome outcome = micro_->run(step, *tools_);
-  const auto& reducer_stats = sync_.last_stats();
+  const auto& reducer_stats = sync_->last_stats();
   prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
   profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
   {
     auto timed = prof.phase(profiler::Phase::Optimizer);
-    torch::optim::Optimizer& optimizer = sync_.optimizer();
+    torch::optim::Optimizer& optimizer = sync_->optimizer();
     grad_norm_ = -1;
     if (outcome.skip) {
-      sync_.zero_grad();  // no update: the step's gradients are dropped on every rank
+      sync_->zero_grad();  // no update: the step's gradients are dropped on every rank
       ++stats_.skipped_steps;
     } else {
       if (config_.optimizer.clip_grad_norm > 0) {
         scaler_.unscale_(optimizer);
-        grad_norm_ = sync_.clip_grad_norm(config_.optimizer.clip_grad_norm);
+        grad_norm_ = sync_->clip_grad_norm(config_.optimizer.clip_grad_norm);
       } else if (logged) {
         // Only measured (collective under ZeRO or model parallelism; logged steps are the same on every rank).
-        grad_norm_ = sync_.clip_grad_norm(std::numeric_limits<double>::infinity(), scaler_.get_scale());
+        grad_norm_ = sync_->clip_grad_norm(std::numeric_limits<double>::infinity(), scaler_.get_scale());
       }
       if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
       scaler_.update();
@@ -208,8 +217,13 @@ bool TrainRun::save(int64_t step) {
   auto loss = torch::tensor({progress.epoch_loss_sum}, torch::kDouble);
   world_->allreduce(loss, comm::ReduceOp::Sum).wait();
   progress.epoch_loss_sum = loss.item<double>() / world_->size();
-  return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, state_, step, progress, batch_shape(),
-                         config_text_);
+  SaveSnapshot snapshot = capture_save(state_, step, progress, batch_shape(), config_text_);
+  if (!async_) return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, snapshot);
+  own_tensors(snapshot);  // the step waits only for this copy
+  async_->start([this, snapshot = std::move(snapshot)] {
+    save_checkpoint(checkpoints_, checkpoint_comm_, config_.checkpoint.on_error, snapshot);
+  });
+  return true;
 }
 
 BatchShape TrainRun::batch_shape() const {
@@ -218,7 +232,7 @@ BatchShape TrainRun::batch_shape() const {
 
 void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, double train_s) {
   const double elapsed = train_s - tally.train_start_s;
-  const auto& stats = sync_.last_stats();
+  const auto& stats = sync_->last_stats();
   StepLog log;
   log.epoch = epoch;
   log.step = step;
@@ -249,6 +263,7 @@ std::function<double()> TrainRun::evaluation() {
 
 TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& evals) {
   if (saved_step_ != step) save(step);
+  if (async_) async_->wait();  // the last save is on disk when fit() returns; its error is thrown here
   evals.score_if_unscored();
   TrainResult result;
   result.resumed_from = start_.path;
@@ -264,9 +279,9 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
                    fast_precision_on(place_.device.type()));
   }
   if (config_.profiler.memory) {
-    report_memory(*report_, *world_, sync_.measure_memory(static_cast<int>(place_.rank), place_.device), stats_);
+    report_memory(*report_, *world_, sync_->measure_memory(static_cast<int>(place_.rank), place_.device), stats_);
   }
-  sync_.finish();
+  sync_->finish();
   const double trained = evals.train_seconds();
   result.samples_per_s = trained > 0 ? config_.train.batch_size * result.steps / trained : 0;
   report_->summary(result, config_.eval.target_accuracy);

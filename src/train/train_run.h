@@ -22,6 +22,7 @@
 #include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/trainer.h"
+#include "src/train/async_save.h"
 #include "src/train/eval_schedule.h"
 #include "src/train/grad_sync.h"
 #include "src/train/micro_steps.h"
@@ -113,12 +114,15 @@ class TrainRun {
   data::DataLoader loader_;
   const RunPlan plan_;
   checkpoint::CheckpointManager checkpoints_;
+  // checkpoint.async: the background writer's own group of all ranks (its
+  // collectives never meet the step's); null otherwise.
+  const std::shared_ptr<comm::Communicator> checkpoint_comm_;
   // The checkpoint a resume starts from, read once (the pipeline's split and
   // the resume both come from it); nullopt without one or checkpoint.resume.
   const std::optional<ResumeSource> newest_;
   amp::GradScaler scaler_;
   std::unique_ptr<MicroSteps> micro_;
-  GradSync sync_;
+  const std::unique_ptr<GradSync> sync_;
   optim::LrSchedule schedule_;
   const TrainerState state_;
   const ResumePoint start_;
@@ -134,6 +138,9 @@ class TrainRun {
   RunStats stats_;
   double grad_norm_ = -1;  // the last step's total gradient norm (clipped or logged steps), else -1
   LogWindow log_window_{start_.step};
+  // checkpoint.async; last, so it is destroyed (waiting for the save in
+  // flight) before the parts that save reads.
+  std::optional<AsyncSaver> async_;
 };
 
 }  // namespace paisoar::train

@@ -2,7 +2,9 @@
 // "scaler.*" tensors, "train.*" metadata, the file manifest and, for a whole
 // model, the model and optimizer; otherwise those are in the directory that
 // "train.zero_shards" (ZeRO) or "train.parts" (model parallelism) names,
-// written and read by write_model_state / read_model_state for every layout.
+// captured by capture_save and written by save_checkpoint (the same way
+// whether the write runs at the step or in the background), read back by
+// read_model_state, for every layout.
 #include "src/train/trainer_checkpoint.h"
 #include "paisoar/error.h"
 
@@ -122,36 +124,6 @@ std::string model_dir_kind(const TrainerState& state) {
   return state.zero ? "zero" : "";
 }
 
-// Collective over state.world: this rank's model state written to
-// <root>/<name>[/<part_name>], as ZeRO shards by every rank of the part group
-// or whole by its rank 0; every rank knows it is all there before the step
-// file (the commit) is written.
-void write_model_state(const std::string& root, const std::string& name, const TrainerState& state,
-                       int64_t step) {
-  const std::string dir = root + "/" + name + (state.part_name.empty() ? "" : "/" + state.part_name);
-  if (state.world->rank() == 0) {
-    std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
-    std::filesystem::remove_all(root + "/" + name, ec);
-  }
-  state.world->barrier().wait();
-  std::string error;
-  try {
-    if (state.zero) {
-      zero::save_sharded(*state.zero, dir, {{"train.step", std::to_string(step)}});  // collective over the part group
-    } else if (state.part_group->rank() == 0) {
-      std::filesystem::create_directories(dir);
-      const auto c = checkpoint::capture_training_state({state.model, state.optimizer, false});
-      format::save_safetensors(dir + "/" + kPartFile, c.tensors, c.metadata);
-    }
-  } catch (const std::exception& e) {
-    error = "cannot write " + dir + ": " + error_text(e);
-  }
-  if (comm::any_rank(state.world, !error.empty())) {
-    C10_THROW_ERROR(Error, !error.empty() ? error : "another rank could not write its part of the checkpoint of step " +
-                                                          std::to_string(step) + " (its error says why)");
-  }
-}
-
 // Puts a checkpoint's model state (ZeRO shards, or one whole-model file)
 // into this rank's model and optimizer, resharding between the two forms
 // when the run's layout is the other one.
@@ -246,33 +218,8 @@ checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptio
   return std::move(*manager);
 }
 
-bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
-                     OnCheckpointError on_error, const TrainerState& state, int64_t step,
-                     const RunProgress& progress, const BatchShape& batch, const std::string& config_text) {
-  std::string error;
-  try {
-    save_trainer_state(manager, state, step, progress, batch, config_text);
-  } catch (const std::exception& e) {
-    error = error_text(e);
-  }
-  if (!comm::any_rank(comm, !error.empty())) return true;
-  const std::string what = "the checkpoint of step " + std::to_string(step) + " was not written";
-  if (on_error == OnCheckpointError::Warn) {
-    if (!error.empty()) {
-      std::fprintf(stderr, "warning: %s: %s; training goes on (checkpoint.on_error: warn), a restart would resume "
-                           "from the previous checkpoint\n", what.c_str(), error.c_str());
-      std::fflush(stderr);
-    }
-    return false;
-  }
-  C10_THROW_ERROR(Error, what + (error.empty() ? " (rank 0 failed to write it; its error says why)" : ": " + error) +
-                           "; free space or point checkpoint.dir elsewhere, then rerun to resume from the previous "
-                           "checkpoint (or set checkpoint.on_error: warn to train on without it)");
-}
-
-void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step,
-                        const RunProgress& progress, const BatchShape& batch, const std::string& config_text) {
-  const std::string& root = manager.options().dir;
+SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProgress& progress,
+                          const BatchShape& batch, const std::string& config_text) {
   format::Metadata metadata = {
       {"train.step", std::to_string(step)},
       {"train.batch_size", std::to_string(batch.batch_size)},
@@ -284,24 +231,103 @@ void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerSta
       {"train.world", std::to_string(state.world->size())},
       {"train.zero_stage", std::to_string(state.zero ? state.zero->stage() : 0)},
       {"train.config", config_text}};
+  SaveSnapshot snapshot;
+  snapshot.step = step;
   checkpoint::TrainingState in_step_file{state.model, state.optimizer, true};
-  std::vector<checkpoint::FileEntry> files;
   const std::string kind = model_dir_kind(state);
   if (!kind.empty()) {
-    const std::string name = step_dir_name(kind, step);
-    write_model_state(root, name, state, step);
-    metadata[kind == "parts" ? kPartsKey : kShardKey] = name;
+    snapshot.model_dir = step_dir_name(kind, step);
+    const std::string dir = snapshot.model_dir + (state.part_name.empty() ? "" : "/" + state.part_name);
+    metadata[kind == "parts" ? kPartsKey : kShardKey] = snapshot.model_dir;
     if (kind == "parts") metadata[kPartLayoutKey] = state.part_layout;
     if (!state.pipeline_bounds.empty()) metadata[kBoundsKey] = state.pipeline_bounds;
     in_step_file = {nullptr, nullptr, true};
-    if (manager.options().rank == 0) files = checkpoint::describe_files(root, name);
+    if (state.zero) {
+      auto shard = zero::capture_shard(*state.zero, {{"train.step", std::to_string(step)}});  // collective
+      snapshot.model_file = dir + "/" + shard.name;
+      snapshot.model_state = std::move(shard.content);
+    } else if (state.part_group->rank() == 0) {
+      snapshot.model_file = dir + "/" + kPartFile;
+      snapshot.model_state = checkpoint::capture_training_state({state.model, state.optimizer, false});
+    }
   }
-  metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
-  auto c = checkpoint::capture_training_state(in_step_file, std::move(metadata));
-  add_prefixed(c.tensors, "schedule.", state.schedule->state_dict());
-  add_prefixed(c.tensors, "scaler.", state.scaler->state_dict());
-  manager.save(step, c);
-  if (manager.options().rank == 0 && !kind.empty()) prune_step_dirs(manager, kind);
+  snapshot.step_file = checkpoint::capture_training_state(in_step_file, std::move(metadata));
+  add_prefixed(snapshot.step_file.tensors, "schedule.", state.schedule->state_dict());
+  add_prefixed(snapshot.step_file.tensors, "scaler.", state.scaler->state_dict());
+  return snapshot;
+}
+
+void own_tensors(SaveSnapshot& snapshot) {
+  for (auto* file : {&snapshot.step_file, &snapshot.model_state}) {
+    for (auto& [name, t] : file->tensors) {
+      torch::Tensor copy = torch::empty(t.sizes(), t.options().device(torch::kCPU).pinned_memory(t.is_cuda()));
+      copy.copy_(t.detach());
+      t = copy;
+    }
+  }
+}
+
+namespace {
+
+// write_save's work: every rank's file, the agreement, then rank 0's commit.
+void write_save(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
+                const SaveSnapshot& snapshot) {
+  const std::string& root = manager.options().dir;
+  format::TensorFile step_file = snapshot.step_file;
+  std::vector<checkpoint::FileEntry> files;
+  if (!snapshot.model_dir.empty()) {
+    if (comm->rank() == 0) {
+      std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
+      std::filesystem::remove_all(root + "/" + snapshot.model_dir, ec);
+    }
+    comm->barrier().wait();
+    std::string error;
+    if (!snapshot.model_file.empty()) {
+      const std::string path = root + "/" + snapshot.model_file;
+      try {
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        format::save_safetensors(path, snapshot.model_state.tensors, snapshot.model_state.metadata);
+      } catch (const std::exception& e) {
+        error = "cannot write " + path + ": " + error_text(e);
+      }
+    }
+    if (comm::any_rank(comm, !error.empty())) {
+      C10_THROW_ERROR(Error, !error.empty() ? error
+                                            : "another rank could not write its part of the checkpoint of step " +
+                                                  std::to_string(snapshot.step) + " (its error says why)");
+    }
+    if (comm->rank() == 0) files = checkpoint::describe_files(root, snapshot.model_dir);
+  }
+  step_file.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
+  manager.save(snapshot.step, step_file);
+  if (comm->rank() == 0 && !snapshot.model_dir.empty()) {
+    prune_step_dirs(manager, snapshot.model_dir.substr(0, snapshot.model_dir.find('-')));
+  }
+}
+
+}  // namespace
+
+bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
+                     OnCheckpointError on_error, const SaveSnapshot& snapshot) {
+  std::string error;
+  try {
+    write_save(manager, comm, snapshot);
+  } catch (const std::exception& e) {
+    error = error_text(e);
+  }
+  if (!comm::any_rank(comm, !error.empty())) return true;
+  const std::string what = "the checkpoint of step " + std::to_string(snapshot.step) + " was not written";
+  if (on_error == OnCheckpointError::Warn) {
+    if (!error.empty()) {
+      std::fprintf(stderr, "warning: %s: %s; training goes on (checkpoint.on_error: warn), a restart would resume "
+                           "from the previous checkpoint\n", what.c_str(), error.c_str());
+      std::fflush(stderr);
+    }
+    return false;
+  }
+  C10_THROW_ERROR(Error, what + (error.empty() ? " (rank 0 failed to write it; its error says why)" : ": " + error) +
+                           "; free space or point checkpoint.dir elsewhere, then rerun to resume from the previous "
+                           "checkpoint (or set checkpoint.on_error: warn to train on without it)");
 }
 
 std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,

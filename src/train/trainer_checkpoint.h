@@ -86,22 +86,36 @@ struct ResumePoint {
 checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptions& options,
                                                const std::shared_ptr<comm::Communicator>& comm);
 
-// save_trainer_state under checkpoint.on_error (stop or warn). Collective:
-// every rank learns whether rank 0's write failed (disk full, directory gone).
-// Returns true when the checkpoint was written; on a failure throws on every
-// rank ("stop", rank 0's error naming the file) or has rank 0 warn on stderr
-// and returns false ("warn"). The previous checkpoint stays intact either way.
-bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
-                     OnCheckpointError on_error, const TrainerState& state, int64_t step,
-                     const RunProgress& progress, const BatchShape& batch, const std::string& config_text);
+// What one save writes, captured at its step (capture_save): the step file
+// and this rank's file of model state. Its tensors share storage with the
+// model and optimizer until own_tensors() copies them.
+struct SaveSnapshot {
+  int64_t step = 0;
+  format::TensorFile step_file;    // written by rank 0, last, with the manifest added
+  std::string model_dir;           // "zero-<step>", "parts-<step>"; "": the model is in the step file
+  std::string model_file;          // this rank's, relative to checkpoint.dir; "": it writes none
+  format::TensorFile model_state;  // model_file's content
+};
 
-// Every rank calls it at the same step. Only rank 0 writes the step file;
-// under ZeRO every rank writes its shard first (collective), and rank 0
-// removes the shard directories no kept step file names. With model
-// parallelism (state.part_name) every part is written first, collective
-// over state.world, and old parts directories are removed the same way.
-void save_trainer_state(checkpoint::CheckpointManager& manager, const TrainerState& state, int64_t step,
-                        const RunProgress& progress, const BatchShape& batch, const std::string& config_text);
+// Every rank calls it at the same step; collective under ZeRO (the shard
+// files' run id is broadcast). Touches no file.
+SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProgress& progress,
+                          const BatchShape& batch, const std::string& config_text);
+
+// Replaces every tensor of `snapshot` by a host copy of its own (pinned when
+// it came from a GPU), so training can go on while it is written.
+void own_tensors(SaveSnapshot& snapshot);
+
+// Writes `snapshot` under checkpoint.on_error (stop or warn). Collective over
+// `comm` (the world, or a group of the same ranks for a background writer):
+// every rank writes its file, all agree they are in place, then rank 0
+// writes the step file with the manifest (the commit) and prunes old
+// checkpoints. Returns true when the checkpoint was written; on a failure
+// throws on every rank ("stop", the failing rank's error naming the file) or
+// has rank 0 warn on stderr and returns false ("warn"). The previous
+// checkpoint stays intact either way.
+bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
+                     OnCheckpointError on_error, const SaveSnapshot& snapshot);
 
 // What is wrong with the Trainer checkpoint `loaded` (a step file that read
 // intact) in checkpoint.dir `root`: no CRC-32s, a train.step other than its

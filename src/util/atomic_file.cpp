@@ -42,7 +42,13 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(un
                              "'): " + std::strerror(error) +
                              "; check that the directory exists and is writable");
   }
-  fault_point("atomic_file.created", 0);
+  try {
+    fault_point("atomic_file.created", 0);
+  } catch (...) {  // an injected failure: leave nothing behind, as the destructor would
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+    throw;
+  }
 }
 
 AtomicFile::~AtomicFile() {

@@ -52,16 +52,8 @@ void add_sharded_optimizer_state(const ZeroOptimizer& z, format::TensorMap& tens
 
 }  // namespace
 
-void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::Metadata& extra) {
+ShardFile capture_shard(const ZeroOptimizer& z, const format::Metadata& extra) {
   auto comm = z.comm();
-  // A rank that cannot write must not leave the others waiting in a
-  // collective: its error is kept until every rank has agreed at the end.
-  std::string error;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir)) {
-    error = "save_sharded: cannot create directory '" + dir + "'" + (ec ? ": " + ec.message() : std::string());
-  }
   // One id for the files of this save, from rank 0.
   torch::Tensor run = torch::zeros({1}, torch::kInt64);
   if (comm->rank() == 0) {
@@ -70,8 +62,11 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::
   }
   comm->broadcast(run, 0).wait();
 
-  format::TensorMap tensors;
-  format::Metadata metadata = extra;
+  ShardFile shard;
+  shard.name = detail::shard_file_name(comm->rank(), comm->size());
+  format::TensorMap& tensors = shard.content.tensors;
+  format::Metadata& metadata = shard.content.metadata;
+  metadata = extra;
   for (const auto& s : z.shard()) tensors[piece_key("model.", s)] = s.tensor.detach();
   add_sharded_optimizer_state(z, tensors, metadata);
   if (comm->rank() == 0) {
@@ -85,10 +80,23 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::
   metadata["zero.stage"] = std::to_string(z.stage());
   metadata["zero.params"] = params.dump();
   metadata["zero.dtype"] = c10::toString(z.param_dtype());
+  return shard;
+}
+
+void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::Metadata& extra) {
+  auto comm = z.comm();
+  // A rank that cannot write must not leave the others waiting in a
+  // collective: its error is kept until every rank has agreed at the end.
+  std::string error;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir)) {
+    error = "save_sharded: cannot create directory '" + dir + "'" + (ec ? ": " + ec.message() : std::string());
+  }
+  const ShardFile shard = capture_shard(z, extra);
   if (error.empty()) {
     try {
-      format::save_safetensors(dir + "/" + detail::shard_file_name(comm->rank(), comm->size()), tensors,
-                               metadata);
+      format::save_safetensors(dir + "/" + shard.name, shard.content.tensors, shard.content.metadata);
     } catch (const std::exception& e) {
       error = error_text(e);
     }

@@ -119,6 +119,7 @@ struct CheckpointConfig {
   int64_t keep_last = 3;
   bool resume = true;       // start from the newest complete checkpoint in dir
   OnCheckpointError on_error = OnCheckpointError::Stop;  // a failed write: stop (every rank throws) or warn (rank 0 warns, training goes on)
+  bool async = false;       // the step waits only for a copy to host memory; a background thread writes
 };
 
 struct ProfilerConfig {

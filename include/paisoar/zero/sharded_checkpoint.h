@@ -19,6 +19,16 @@ namespace paisoar::zero {
 void save_sharded(const ZeroOptimizer& optimizer, const std::string& dir,
                   const format::Metadata& metadata = {});
 
+// This rank's shard file, as save_sharded writes it: its name
+// (zero-<rank>-of-<world>.safetensors) and content, whose tensors share
+// storage with the optimizer's (copy them to keep them past the next step).
+// Collective over the optimizer's group (rank 0's run id is broadcast).
+struct ShardFile {
+  std::string name;
+  format::TensorFile content;
+};
+ShardFile capture_shard(const ZeroOptimizer& optimizer, const format::Metadata& metadata = {});
+
 // Collective. Reads every shard file in `dir` (written by any number of
 // ranks), puts this rank's part of the parameters and optimizer state in
 // place, the buffers too, and all-gathers the parameters into the model.
