@@ -9,7 +9,9 @@
 // launcher's notice, its teardown and restart, the restarted program's start
 // and checkpoint load, and its first step; the work lost (K minus the step
 // resumed from); and the per-step cost of checkpointing, against a run of the
-// same job with checkpoints off in the same invocation.
+// same job with checkpoints off in the same invocation. --section blocking
+// measures how long the step waits for each save, synchronous against
+// checkpoint.async, on the reference models.
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +36,9 @@ namespace {
 using nlohmann::json;
 
 struct RecoveryOptions {
+  std::string section = "restart";  // or "blocking"
+  std::vector<std::string> models = {"fashion_cnn", "mlp"};  // --section blocking, each at zero.stage 0 and 2
+  int64_t rounds = 3;                                                // --section blocking
   std::vector<int64_t> intervals = {10, 50, 200};
   int64_t min_steps = 400;  // K is the first m * interval + interval / 2 with m * interval >= this (m >= 1)
   int64_t after = 20;       // steps the restarted job runs past K
@@ -66,8 +71,9 @@ std::vector<double> values(const std::map<int64_t, double>& m) {
 
 // `paisoar launch --max_restarts 1 -- paisoar train --set ...` for `steps` steps.
 std::vector<std::string> train_argv(const RecoveryOptions& o, const std::string& run_dir, int64_t steps,
-                                    int64_t every_steps, int64_t samples) {
-  const std::map<std::string, std::string> sets = {
+                                    int64_t every_steps, int64_t samples,
+                                    const std::map<std::string, std::string>& more = {}) {
+  std::map<std::string, std::string> sets = {
       {"seed", "0"},
       {"run_dir", run_dir},
       {"model.name", o.model},
@@ -89,6 +95,7 @@ std::vector<std::string> train_argv(const RecoveryOptions& o, const std::string&
       {"profiler.enabled", "false"},
       {"eval.every_epochs", "0"},
       {"eval.every_steps", "0"}};
+  for (const auto& [key, value] : more) sets[key] = value;
   std::vector<std::string> cmd = {self_executable(), "train"};
   for (const auto& [key, value] : sets) {
     cmd.push_back("--set");
@@ -253,6 +260,70 @@ int run_recovery(const RecoveryOptions& o) {
   return 0;
 }
 
+// The median wait per save from the run's "checkpoints: ... the step waited
+// X ms per save" line (rank 0's).
+double save_wait_ms(const std::vector<bench::TimedLine>& lines) {
+  const std::string key = "the step waited ";
+  for (const auto& l : lines) {
+    const size_t at = l.text.find(key);
+    if (at != std::string::npos) return std::stod(l.text.substr(at + key.size()));
+  }
+  throw std::runtime_error("the run printed no 'the step waited' line");
+}
+
+// --section blocking: how long the step waits for a checkpoint save,
+// checkpoint.async false against true, alternating in each round, per model
+// (2 ranks, DDP, SGD with momentum, a save every 4 steps).
+int run_blocking(const RecoveryOptions& o) {
+  const std::string base_dir = "/tmp/paisoar_blocking_" + std::to_string(::getpid());
+  std::printf("paisoar bench recovery --section blocking: 2 ranks, batch %lld, fp32, a save every 4 of 24 steps; "
+              "the step's wait per save (median of the run's saves), synchronous and checkpoint.async, %lld "
+              "alternating rounds\n",
+              static_cast<long long>(o.batch), static_cast<long long>(o.rounds));
+  std::fflush(stdout);
+  json rows = json::array();
+  std::printf("%-12s %5s %10s %12s %12s %8s\n", "model", "zero", "files MB", "sync ms", "async ms", "sync/async");
+  for (const auto& model : o.models) {
+   for (const char* zero : {"0", "2"}) {
+    RecoveryOptions m = o;
+    m.model = model;
+    std::vector<double> sync_ms, async_ms;
+    uintmax_t bytes = 0;
+    for (int64_t round = 0; round < o.rounds; ++round) {
+      for (const char* async : {"false", "true"}) {
+        const std::string dir = base_dir + "_" + model + "_" + zero + "_" + async;
+        const auto lines = run_job(train_argv(m, dir, 24, 4, 24 * o.batch,
+                                              {{"checkpoint.async", async}, {"zero.stage", zero}}),
+                                   model + " zero.stage " + zero + " checkpoint.async " + async);
+        (std::string(async) == "true" ? async_ms : sync_ms).push_back(save_wait_ms(lines));
+        checkpoint::CheckpointOptions options;
+        options.dir = dir + "/checkpoints";
+        options.rank = 1;
+        const auto files = checkpoint::CheckpointManager(options).list();
+        if (!files.empty()) {  // the newest checkpoint: its step file and its shard directory, if any
+          bytes = std::filesystem::file_size(files.back().path);
+          const auto shards = std::filesystem::path(options.dir) / ("zero-" + files.back().path.substr(
+                                                                       files.back().path.size() - 24, 12));
+          std::error_code ec;
+          for (const auto& e : std::filesystem::directory_iterator(shards, ec)) bytes += e.file_size();
+        }
+        std::system(("rm -rf '" + dir + "'").c_str());
+      }
+    }
+    const double s = median(sync_ms), a = median(async_ms);
+    std::printf("%-12s %5s %10.1f %12.1f %12.1f %8.2fx\n", model.c_str(), zero, static_cast<double>(bytes) / 1e6,
+                s, a, a > 0 ? s / a : 0.0);
+    std::fflush(stdout);
+    rows.push_back({{"model", model}, {"zero_stage", zero}, {"checkpoint_bytes", bytes}, {"sync_wait_ms", sync_ms},
+                    {"async_wait_ms", async_ms}, {"sync_median_ms", s}, {"async_median_ms", a}});
+   }
+  }
+  std::ofstream(o.json) << json({{"section", "blocking"}, {"nproc", 2}, {"batch", o.batch}, {"rows", rows}}).dump(2)
+                        << "\n";
+  std::printf("wrote %s\n", o.json.c_str());
+  return 0;
+}
+
 }  // namespace
 
 Command add_bench_recovery_command(CLI::App& bench) {
@@ -269,7 +340,12 @@ Command add_bench_recovery_command(CLI::App& bench) {
   cmd->add_option("--model", o->model, "model.name for paisoar train")->check(CLI::IsMember({"fashion_cnn", "mlp"}));
   cmd->add_option("--data", o->data, "directory with the Fashion-MNIST .gz files");
   cmd->add_option("--json", o->json, "where to write the results");
-  return [o](int, char**) { return run_recovery(*o); };
+  cmd->add_option("--section", o->section, "restart: a rank's death and the restart; blocking: the step's wait "
+                                           "per checkpoint save, synchronous against checkpoint.async")
+      ->check(CLI::IsMember({"restart", "blocking"}));
+  cmd->add_option("--models", o->models, "--section blocking: model.name values")->delimiter(',');
+  cmd->add_option("--rounds", o->rounds, "--section blocking: alternating rounds")->check(CLI::Range(1, 100));
+  return [o](int, char**) { return o->section == "blocking" ? run_blocking(*o) : run_recovery(*o); };
 }
 
 }  // namespace paisoar::app

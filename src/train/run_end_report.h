@@ -19,6 +19,7 @@ struct RunStats {
   std::vector<double> loss_scales;  // after each update, when the loss is scaled (for the advisor)
   int64_t skipped_steps = 0;        // no update: a non-finite loss or inf/NaN gradients
   int64_t peak_step_bytes = -1;     // the most a step allocated above its start (profiler.memory)
+  std::vector<double> save_wait_s;  // how long the step waited for each periodic checkpoint save
 };
 
 // Collective over `world`: every rank's mean step time is gathered; the lead

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
@@ -206,7 +208,10 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
 void TrainRun::save_if_due(int64_t step, const EpochTally& tally) {
   progress_.epoch_loss_sum = tally.loss_sum;
   progress_.epoch_steps = tally.loss_steps;
-  if (checkpoints_.due(step) && save(step)) saved_step_ = step;
+  if (!checkpoints_.due(step)) return;
+  const auto start = std::chrono::steady_clock::now();
+  if (save(step)) saved_step_ = step;
+  stats_.save_wait_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 bool TrainRun::save(int64_t step) {
@@ -264,6 +269,15 @@ std::function<double()> TrainRun::evaluation() {
 TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& evals) {
   if (saved_step_ != step) save(step);
   if (async_) async_->wait();  // the last save is on disk when fit() returns; its error is thrown here
+  if (!stats_.save_wait_s.empty()) {
+    std::vector<double> waits = stats_.save_wait_s;
+    std::nth_element(waits.begin(), waits.begin() + waits.size() / 2, waits.end());
+    char line[200];
+    std::snprintf(line, sizeof line, "checkpoints: %zu saved while training; the step waited %.1f ms per save "
+                  "(median)%s", waits.size(), 1e3 * waits[waits.size() / 2],
+                  async_ ? ", for the copy to host memory (checkpoint.async)" : "");
+    report_->message(line);
+  }
   evals.score_if_unscored();
   TrainResult result;
   result.resumed_from = start_.path;
