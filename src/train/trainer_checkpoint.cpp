@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -122,6 +123,37 @@ void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::st
 std::string model_dir_kind(const TrainerState& state) {
   if (!state.part_name.empty()) return "parts";
   return state.zero ? "zero" : "";
+}
+
+// The parts of a pipeline-parallel checkpoint (<dir>/p<stage>-t0/, whole or
+// ZeRO shards) as one model, stage after stage. Throws c10::Error when the
+// model was also split by tensor parallelism (t1 and up), which is not
+// joined yet.
+zero::detail::ShardSet whole_of_parts(const std::string& dir) {
+  std::map<int, std::string> stages;
+  std::error_code ec;
+  const std::regex pattern(R"(p(\d{1,6})-t(\d{1,6}))");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    if (m[2] != "0") {
+      C10_THROW_ERROR(Error, dir + " holds a model split by tensor parallelism (" + name +
+                               "); a run without it cannot join the shards yet: resume with the parallel: settings "
+                               "it was written with");
+    }
+    stages[std::stoi(m[1])] = entry.path().string();
+  }
+  if (stages.empty()) C10_THROW_ERROR(Error, dir + " holds no part (p<stage>-t<shard>/)");
+  zero::detail::ShardSet whole;
+  for (const auto& [stage, part] : stages) {
+    if (std::filesystem::exists(part + "/" + kPartFile, ec)) {
+      zero::detail::append_part(whole, zero::detail::shard_set_of_whole(format::load_safetensors(part + "/" + kPartFile), {}));
+    } else {
+      zero::detail::append_part(whole, zero::detail::read_shard_set(part));
+    }
+  }
+  return whole;
 }
 
 // Puts a checkpoint's model state (ZeRO shards, or one whole-model file)
@@ -346,6 +378,8 @@ std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManage
       } else {
         source->shards = zero::detail::read_shard_set(dir);
       }
+    } else if (!parts.empty()) {
+      source->shards = whole_of_parts(root + "/" + parts);  // a run without model parallelism
     } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
       source->shards = zero::detail::read_shard_set(root + "/" + shards);
     }
@@ -404,17 +438,11 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   point.path = c.source;
 
   const std::string parts = named_step_dir(c, kPartsKey, "parts");
-  if (parts.empty() != state.part_name.empty()) {
-    C10_THROW_ERROR(Error, c.source + (!parts.empty() ? " holds a model split by pipeline/tensor parallelism (" +
-                                                            (c.metadata.count(kPartLayoutKey)
-                                                                 ? c.metadata.at(kPartLayoutKey)
-                                                                 : std::string("?")) +
-                                                            "); resume it with the same parallel: settings"
-                                                      : " holds a whole model; resume it without "
-                                                        "parallel.pipeline/tensor") +
-                             ", or point checkpoint.dir elsewhere to start over");
+  if (parts.empty() && !state.part_name.empty()) {
+    C10_THROW_ERROR(Error, c.source + " holds a whole model; a run with parallel.pipeline/tensor cannot split it "
+                             "yet: resume it without them, or point checkpoint.dir elsewhere to start over");
   }
-  if (!parts.empty()) {
+  if (!parts.empty() && !state.part_name.empty()) {
     const std::string written = metadata_text(c, kPartLayoutKey);
     if (written != state.part_layout) {
       C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +

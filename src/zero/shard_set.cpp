@@ -217,6 +217,24 @@ ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<s
   return set;
 }
 
+void append_part(ShardSet& into, ShardSet part) {
+  if (into.names.empty()) {
+    into = std::move(part);
+    return;
+  }
+  for (const auto& name : part.names) {
+    TORCH_CHECK(!into.params.count(name), "'", part.dir, "' and '", into.dir, "' both hold parameter '", name,
+                "'; they are not parts of one model");
+    into.names.push_back(name);
+    into.shapes[name] = part.shapes.at(name);
+    into.params[name] = part.params.at(name);
+  }
+  for (auto& [name, fields] : part.elementwise) into.elementwise[name] = std::move(fields);
+  for (auto& [name, fields] : part.scalars) into.scalars[name] = std::move(fields);
+  for (auto& [name, b] : part.buffers) into.buffers[name] = std::move(b);
+  into.dir += ", " + part.dir;
+}
+
 void match_names(ShardSet& set, const ModelNames& model) {
   if (set.names == model.params || set.names.size() != model.params.size()) return;
   for (size_t i = 0; i < set.names.size(); ++i) {

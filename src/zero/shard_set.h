@@ -40,6 +40,12 @@ ShardSet read_shard_set(const std::string& dir);
 // tensor is missing or an optimizer index names no parameter.
 ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<std::string>& order);
 
+// Appends `part` (another part of the same model: a pipeline stage's
+// parameters) to `into`: its parameters after into's, its optimizer state
+// and buffers beside. Throws c10::Error naming both sources when a parameter
+// is in both.
+void append_part(ShardSet& into, ShardSet part);
+
 // A model's trainable parameters (in order, with shapes) and buffers.
 struct ModelNames {
   std::vector<std::string> params;
