@@ -2,7 +2,9 @@
 // write(2) in a loop, fsync, rename(2), then fsync the directory so the rename
 // itself survives a crash. Test-only fault points (src/util/fault_point.h):
 // atomic_file.created, atomic_file.written:<bytes so far>, atomic_file.synced
-// (before the rename), atomic_file.renamed (before the directory fsync).
+// (before the rename), atomic_file.renamed (before the directory fsync); and
+// system calls a test can fail with an errno: atomic_file.open,
+// atomic_file.write:<bytes after the write>, atomic_file.fsync:<bytes>.
 #include "src/util/atomic_file.h"
 
 #include <c10/util/Exception.h>
@@ -35,9 +37,10 @@ std::string unique_temp_name(const std::string& path) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(unique_temp_name(path_)) {
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int injected = fault_error("atomic_file.open", 0);
+  fd_ = injected ? -1 : ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    const int error = errno;
+    const int error = injected ? injected : errno;
     C10_THROW_ERROR(Error, "cannot create a file in '" + directory_of(path_) + "' (for '" + path_ +
                              "'): " + std::strerror(error) +
                              "; check that the directory exists and is writable");
@@ -62,6 +65,9 @@ void AtomicFile::fail(const std::string& what, int error) const {
 }
 
 void AtomicFile::write(const void* data, size_t size) {
+  if (const int error = fault_error("atomic_file.write", static_cast<int64_t>(written_ + size))) {
+    fail("write failed", error);
+  }
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     const ssize_t n = ::write(fd_, p, size);
@@ -77,6 +83,7 @@ void AtomicFile::write(const void* data, size_t size) {
 }
 
 void AtomicFile::commit() {
+  if (const int error = fault_error("atomic_file.fsync", static_cast<int64_t>(written_))) fail("fsync failed", error);
   if (::fsync(fd_) != 0) fail("fsync failed", errno);
   if (::close(fd_) != 0) {
     fd_ = -1;

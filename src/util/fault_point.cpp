@@ -1,5 +1,6 @@
 // Fault points: the installed injector, KillAtPoint (SIGKILL, which nothing
-// can catch or clean up after), and the environment's spec parsed at the edge.
+// can catch or clean up after), FailAtPoint (a system call's errno), and the
+// environment's spec parsed at the edge.
 #include "src/util/fault_point.h"
 
 #include <c10/util/Exception.h>
@@ -7,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <stdexcept>
 
 namespace paisoar::util {
@@ -33,9 +35,28 @@ void KillAtPoint::reached(const char* point, int64_t index) {
   ::pause();  // SIGKILL is delivered before kill() returns; never reached
 }
 
+FailAtPoint::FailAtPoint(std::string point, int error, int64_t from)
+    : point_(std::move(point)), error_(error), from_(from) {}
+
+int FailAtPoint::error_at(const char* point, int64_t index) {
+  return point_ == point && index >= from_ ? error_ : 0;
+}
+
 std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::string, std::string>& env) {
-  const std::string* spec = find(env, "PAISOAR_TEST_FAULT");
-  if (!spec || spec->empty()) return nullptr;
+  const std::string* full_spec = find(env, "PAISOAR_TEST_FAULT");
+  if (!full_spec || full_spec->empty()) return nullptr;
+  const size_t equals = full_spec->find('=');
+  const std::string spec_text = full_spec->substr(0, equals);
+  const std::string* spec = &spec_text;
+  int error = 0;
+  if (equals != std::string::npos) {
+    const std::string name = full_spec->substr(equals + 1);
+    if (name == "ENOSPC") error = ENOSPC;
+    if (name == "EIO") error = EIO;
+    if (error == 0) {
+      C10_THROW_ERROR(ValueError, "PAISOAR_TEST_FAULT='" + *full_spec + "': the error after '=' must be ENOSPC or EIO");
+    }
+  }
   const std::string* restart = find(env, "PAISOAR_RESTART_COUNT");
   if (restart && *restart != "0") return nullptr;
   const std::string* rank = find(env, "PAISOAR_TEST_FAULT_RANK");
@@ -55,6 +76,7 @@ std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::strin
       C10_THROW_ERROR(ValueError, "PAISOAR_TEST_FAULT='" + *spec + "': the index after ':' must be an integer");
     }
   }
+  if (error != 0) return std::make_unique<FailAtPoint>(spec->substr(0, colon), error, index.value_or(0));
   return std::make_unique<KillAtPoint>(spec->substr(0, colon), index);
 }
 
@@ -62,6 +84,11 @@ void install_fault_injector(std::unique_ptr<FaultInjector> injector) { installed
 
 void fault_point(const char* point, int64_t index) {
   if (FaultInjector* injector = installed().get()) injector->reached(point, index);
+}
+
+int fault_error(const char* point, int64_t index) {
+  FaultInjector* injector = installed().get();
+  return injector ? injector->error_at(point, index) : 0;
 }
 
 }  // namespace paisoar::util

@@ -19,6 +19,30 @@ class FaultInjector {
  public:
   virtual ~FaultInjector() = default;
   virtual void reached(const char* point, int64_t index) = 0;
+  // At a system call's fault point (atomic_file.open, .write, .fsync):
+  // the errno it fails with instead of running, or 0 to let it run.
+  virtual int error_at(const char* point, int64_t index) {
+    (void)point;
+    (void)index;
+    return 0;
+  }
+};
+
+// Makes the system call at `point` fail with `error` (ENOSPC, EIO) whenever
+// its index is at least `from`, as a disk would that fills up or breaks:
+// atomic_file.write's index is the size the file would reach with the
+// write, atomic_file.fsync's the file's size. Needs no privileges, unlike a
+// full tmpfs.
+class FailAtPoint : public FaultInjector {
+ public:
+  FailAtPoint(std::string point, int error, int64_t from = 0);
+  void reached(const char*, int64_t) override {}
+  int error_at(const char* point, int64_t index) override;
+
+ private:
+  std::string point_;
+  int error_;
+  int64_t from_;
 };
 
 // Kills the process with SIGKILL at `point` (and `index`, when given):
@@ -35,6 +59,7 @@ class KillAtPoint : public FaultInjector {
 
 // The injector the environment asks for, or null:
 //   PAISOAR_TEST_FAULT=<point>[:<index>]  the point to kill at, and the index
+//   PAISOAR_TEST_FAULT=<point>[:<from>]=ENOSPC|EIO  the system call to fail (FailAtPoint)
 //   PAISOAR_TEST_FAULT_RANK=<r>           only on the process whose RANK is r
 // None after a restart (PAISOAR_RESTART_COUNT other than 0), so a relaunched
 // job runs through. Throws c10::ValueError for a malformed index.
@@ -46,5 +71,8 @@ void install_fault_injector(std::unique_ptr<FaultInjector> injector);
 
 // Asks the installed injector, if any; one pointer test otherwise.
 void fault_point(const char* point, int64_t index);
+// The errno the installed injector makes the system call at `point` fail
+// with (0: none, and always 0 without an injector).
+int fault_error(const char* point, int64_t index);
 
 }  // namespace paisoar::util

@@ -3,8 +3,9 @@
 // header written, first tensor written, fsynced but not renamed, renamed):
 // the newest checkpoint that loads is the previous one until the rename and
 // the new one after it, no file in the directory is corrupt, and the next
-// manager removes the temporary. A full disk (a 64 KiB tmpfs) and a directory
-// that cannot be created are clear errors naming the path.
+// manager removes the temporary. A full disk (writes past 64 KiB fail with
+// ENOSPC), an fsync that fails with EIO and a directory that cannot be
+// created are clear errors naming the path; none needs privileges.
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/format/safetensors.h"
 
@@ -13,9 +14,9 @@
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <torch/torch.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -137,26 +138,48 @@ TEST(CheckpointFaults, AnInjectorAtAnotherIndexLetsTheSaveThrough) {
   EXPECT_EQ(CheckpointManager(options_for(dir / "a")).list().size(), 1u);
 }
 
+// The disk fills after 64 KiB (every write(2) that would take a file past
+// it fails with ENOSPC, as on a full file system; no mount needed).
 TEST(CheckpointFaults, FullDiskIsAClearErrorAndKeepsThePreviousCheckpoint) {
   TempDir dir("ckpt_full");
-  const std::string mnt = dir / "small";
-  fs::create_directory(mnt);
-  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << "); needs CAP_SYS_ADMIN";
-  }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
-  } unmount{mnt};
-  CheckpointManager manager(options_for(mnt + "/ckpt"));
+  CheckpointManager manager(options_for(dir / "ckpt"));
+  util::install_fault_injector(std::make_unique<util::FailAtPoint>("atomic_file.write", ENOSPC, 64 * 1024));
   manager.save(1, state_at(1));  // about 9 KiB
   format::TensorMap big = state_at(2);
   big["w"] = torch::randn({256, 128});  // 128 KiB: does not fit
   expect_error([&] { manager.save(2, big); }, {"step-000000000002.safetensors", "No space left on device"});
-  EXPECT_TRUE(temporaries(mnt + "/ckpt").empty()) << "the failed write's temporary is removed";
+  util::install_fault_injector(nullptr);
+  EXPECT_TRUE(temporaries(dir / "ckpt").empty()) << "the failed write's temporary is removed";
   const auto latest = manager.load_latest();
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->step, 1);
+}
+
+// fsync(2) fails with EIO (a failing disk): the save is an error naming the
+// file, nothing is renamed into place, and the previous checkpoint stays.
+TEST(CheckpointFaults, AnIoErrorOnFsyncKeepsThePreviousCheckpoint) {
+  TempDir dir("ckpt_eio");
+  CheckpointManager manager(options_for(dir / "ckpt"));
+  manager.save(1, state_at(1));
+  util::install_fault_injector(std::make_unique<util::FailAtPoint>("atomic_file.fsync", EIO));
+  expect_error([&] { manager.save(2, state_at(2)); },
+               {"step-000000000002.safetensors", "fsync failed", "Input/output error"});
+  util::install_fault_injector(nullptr);
+  EXPECT_TRUE(temporaries(dir / "ckpt").empty());
+  EXPECT_FALSE(fs::exists(dir / "ckpt/step-000000000002.safetensors"));
+  EXPECT_EQ(manager.load_latest()->step, 1);
+}
+
+// The launcher's tests ask for a failing disk through the environment.
+TEST(CheckpointFaults, TheEnvironmentAsksForAFailingSystemCall) {
+  using Env = std::map<std::string, std::string>;
+  TempDir dir("ckpt_env");
+  CheckpointManager manager(options_for(dir / "ckpt"));
+  util::install_fault_injector(util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", "atomic_file.write:16=ENOSPC"}}));
+  expect_error([&] { manager.save(1, state_at(1)); }, {"step-000000000001.safetensors", "No space left on device"});
+  util::install_fault_injector(nullptr);
+  expect_error([] { util::fault_injector_from_env(Env{{"PAISOAR_TEST_FAULT", "atomic_file.write=EBUSY"}}); },
+               {"PAISOAR_TEST_FAULT='atomic_file.write=EBUSY'", "ENOSPC or EIO"});
 }
 
 TEST(CheckpointFaults, DirectoryThatCannotBeCreatedIsNamed) {

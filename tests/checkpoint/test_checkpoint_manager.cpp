@@ -3,12 +3,15 @@
 // one is skipped with a warning naming it), leftovers of a crashed save
 // ignored and cleaned, and unwritable directories refused up front.
 #include "paisoar/checkpoint/checkpoint_manager.h"
+#include "src/util/fault_point.h"
 
 #include "tests/support/expect_error.h"
 #include "tests/support/file_bytes.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
+
+#include <cerrno>
 #include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -134,11 +137,12 @@ TEST(CheckpointManager, UnwritableDirectoryIsRefused) {
   // Under a regular file: no one, not even root, can create it.
   expect_error([] { CheckpointManager({"/etc/hostname/ckpt"}); }, {"/etc/hostname/ckpt"});
   expect_error([] { CheckpointManager({""}); }, {"options.dir"});
-  if (::geteuid() == 0) GTEST_SKIP() << "running as root: a mode of 0500 does not stop writes";
+  // A directory the process may not write to (EACCES, injected: root could
+  // write through a mode of 0500).
   TempDir dir("ckpt");
-  ::chmod(dir.path().c_str(), 0500);
-  expect_error([&] { CheckpointManager({dir.path()}); }, {dir.path().c_str(), "not writable"});
-  ::chmod(dir.path().c_str(), 0700);
+  util::install_fault_injector(std::make_unique<util::FailAtPoint>("atomic_file.open", EACCES));
+  expect_error([&] { CheckpointManager({dir.path()}); }, {dir.path().c_str(), "not writable", "Permission denied"});
+  util::install_fault_injector(nullptr);
 }
 
 }  // namespace
