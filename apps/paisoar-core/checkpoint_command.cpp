@@ -1,8 +1,9 @@
-// `paisoar checkpoint verify PATH` and `paisoar checkpoint inspect PATH`: a
-// Trainer checkpoint (a step file, or every one in a checkpoint.dir) checked
-// byte for byte against its manifest, and described: its step, the layout
-// that wrote it, its parts and files with their sizes, and how its config
-// differs from a given one. Neither changes anything on disk.
+// `paisoar checkpoint verify|inspect|reshard`: a Trainer checkpoint (a step
+// file, or every one in a checkpoint.dir) checked byte for byte against its
+// manifest; described (its step, the layout that wrote it, its parts and
+// files with their sizes, how its config differs from a given one); or
+// rewritten for another number of ranks or ZeRO stage into a new directory.
+// None changes the source on disk.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -183,10 +184,12 @@ int inspect(const std::string& path, const std::string& config_path) {
 
 Command add_checkpoint_command(CLI::App& app) {
   struct Args {
-    std::string path, config;
+    std::string path, config, target;
+    int ranks = 1, zero_stage = 0;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("checkpoint", "check a Trainer checkpoint against its manifest, or describe it");
+  auto* cmd = app.add_subcommand("checkpoint", "check a Trainer checkpoint against its manifest, describe it, or "
+                                               "reshard it");
   cmd->require_subcommand(1);
   auto* verify_cmd = cmd->add_subcommand("verify", "every file of each checkpoint read and checked against the "
                                                    "sizes and CRC-32s its step file lists; exit 1 if one is damaged");
@@ -200,8 +203,24 @@ Command add_checkpoint_command(CLI::App& app) {
       ->check(CLI::ExistingPath);
   inspect_cmd->add_option("--config", a->config, "a config file to compare the checkpoint's with")
       ->check(CLI::ExistingFile);
-  return [a, verify_cmd](int, char**) {
+  auto* reshard_cmd = cmd->add_subcommand("reshard", "the newest checkpoint rewritten for another number of ranks "
+                                                     "or ZeRO stage (a resume does this by itself)");
+  reshard_cmd->add_option("source", a->path, "a checkpoint.dir")->required()->check(CLI::ExistingDirectory);
+  reshard_cmd->add_option("target", a->target, "a new or empty directory, the new checkpoint.dir")->required();
+  reshard_cmd->add_option("--ranks", a->ranks, "the number of ranks it is for")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  reshard_cmd->add_option("--zero_stage", a->zero_stage, "0: the whole model in the step file; 1-3: one shard file "
+                                                         "per rank")
+      ->check(CLI::Range(0, 3));
+  return [a, verify_cmd, reshard_cmd](int, char**) {
     if (verify_cmd->parsed()) return verify(a->path);
+    if (reshard_cmd->parsed()) {
+      const std::string written = train::reshard_checkpoint(a->path, a->target, a->ranks, a->zero_stage);
+      std::printf("paisoar checkpoint reshard: %s -> %s (%d rank(s), zero.stage %d)\n", a->path.c_str(),
+                  written.c_str(), a->ranks, a->zero_stage);
+      return 0;
+    }
     return inspect(a->path, a->config);
   };
 }

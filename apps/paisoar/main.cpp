@@ -33,7 +33,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", "data-parallel mixed-precision training of the reference CNN on Fashion-MNIST", true},
     {"convert", "IDX files or an image folder into record shards for fast loading", true},
     {"zero-consolidate", "a sharded ZeRO checkpoint into one full safetensors model file", true},
-    {"checkpoint", "verify a training checkpoint against its manifest, or inspect it", true},
+    {"checkpoint", "verify, inspect or reshard a training checkpoint", true},
     {"report", "a run's metrics as an HTML page with plots, and a PNG", true},
     {"demo", "check collectives across the launched ranks", true},
     {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},

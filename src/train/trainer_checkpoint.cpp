@@ -92,18 +92,6 @@ std::string exact_text(double value) {
   return text;
 }
 
-const char* const kShardKey = "train.zero_shards";
-const char* const kPartsKey = "train.parts";
-const char* const kPartLayoutKey = "train.part_layout";
-const char* const kBoundsKey = "train.pipeline_bounds";
-const char* const kPartFile = "part.safetensors";
-
-// The directory of step `step`'s shards ("zero") or parts ("parts"), relative to checkpoint.dir.
-std::string step_dir_name(const std::string& kind, int64_t step) {
-  char name[40];
-  std::snprintf(name, sizeof(name), "%s-%012lld", kind.c_str(), static_cast<long long>(step));
-  return name;
-}
 
 // Rank 0, after a save: removes the `kind` directories that no kept step file names.
 void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::string& kind) {

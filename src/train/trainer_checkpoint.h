@@ -39,6 +39,18 @@ class Communicator;
 
 namespace paisoar::train {
 
+// The step file's keys that name the model state's directory and layout,
+// and a part's file name.
+inline constexpr const char* kShardKey = "train.zero_shards";
+inline constexpr const char* kPartsKey = "train.parts";
+inline constexpr const char* kPartLayoutKey = "train.part_layout";
+inline constexpr const char* kBoundsKey = "train.pipeline_bounds";
+inline constexpr const char* kPartFile = "part.safetensors";
+
+// The directory of step `step`'s shards ("zero") or parts ("parts"),
+// relative to checkpoint.dir: "zero-<12-digit step>".
+std::string step_dir_name(const std::string& kind, int64_t step);
+
 struct TrainerState {
   torch::nn::Module* model = nullptr;
   torch::optim::Optimizer* optimizer = nullptr;
@@ -159,5 +171,15 @@ std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional
 std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm);
+
+// `paisoar checkpoint reshard` (checkpoint_reshard.cpp): the newest
+// checkpoint in `source` (any layout newest_checkpoint reads, the parts of a
+// pipeline joined) written to the empty or new directory `target` as a
+// checkpoint of `ranks` ranks at `zero_stage` (0: the whole model in the
+// step file; 1-3: one shard file per rank), with the same step, loader
+// position, RNG, schedule and scaler, verified like any other. Not
+// collective. Returns the step file written. Throws c10::Error naming the
+// directory or file when the source has none, or `target` is not empty.
+std::string reshard_checkpoint(const std::string& source, const std::string& target, int ranks, int zero_stage);
 
 }  // namespace paisoar::train

@@ -292,6 +292,65 @@ format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& mod
   std::vector<size_t> group_sizes;
   for (const auto& g : optimizer.param_groups()) group_sizes.push_back(g.params().size());
   match_names(set, model);
+  return whole_of_shard_set(std::move(set), model, group_sizes, dtype);
+}
+
+torch::ScalarType dtype_of(const ShardSet& set) {
+  for (auto t : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf}) {
+    if (set.dtype == c10::toString(t)) return t;
+  }
+  TORCH_CHECK(false, "checkpoint '", set.dir, "': its parameters' dtype '", set.dtype,
+              "' is not a floating type paisoar trains in; it is damaged");
+}
+
+ModelNames names_of(const ShardSet& set) {
+  ModelNames model;
+  model.params = set.names;
+  for (const auto& name : set.names) model.shapes.push_back(set.shapes.at(name));
+  for (const auto& [name, b] : set.buffers) model.buffers.emplace_back(name, b.sizes().vec());
+  return model;
+}
+
+std::vector<format::TensorFile> shard_files_of(const ShardSet& set, int world, int stage, int64_t run) {
+  TORCH_CHECK(world >= 1 && stage >= 1 && stage <= 3, "shard_files_of: world ", world, ", stage ", stage);
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& name : set.names) params.push_back({name, set.shapes.at(name)});
+  std::vector<format::TensorFile> files(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    format::TensorFile& f = files[static_cast<size_t>(r)];
+    for (const char* key : {"optim.type", "optim.scalar_fields", "optim.groups"}) {
+      const auto it = set.metadata.find(key);
+      TORCH_CHECK(it != set.metadata.end(), "checkpoint '", set.dir, "' has no '", key, "' in its metadata");
+      f.metadata[key] = it->second;
+    }
+    f.metadata["zero.run"] = std::to_string(run);
+    f.metadata["zero.world"] = std::to_string(world);
+    f.metadata["zero.rank"] = std::to_string(r);
+    f.metadata["zero.stage"] = std::to_string(stage);
+    f.metadata["zero.params"] = params.dump();
+    f.metadata["zero.dtype"] = set.dtype;
+    for (const auto& name : set.names) {
+      const int64_t n = set.params.at(name).numel();
+      const int64_t begin = n * r / world, end = n * (r + 1) / world;
+      if (end == begin) continue;
+      const std::string at = name + "@" + std::to_string(begin);
+      f.tensors["model." + at] = set.params.at(name).narrow(0, begin, end - begin);
+      if (auto it = set.elementwise.find(name); it != set.elementwise.end()) {
+        for (const auto& [field, full] : it->second) f.tensors["optim." + at + "." + field] = full.narrow(0, begin, end - begin);
+      }
+      if (auto it = set.scalars.find(name); it != set.scalars.end()) {
+        for (const auto& [field, value] : it->second) f.tensors["optim." + at + "." + field] = value;
+      }
+    }
+    if (r == 0) {
+      for (const auto& [name, b] : set.buffers) f.tensors["model." + name] = b;
+    }
+  }
+  return files;
+}
+
+format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
+                                      torch::ScalarType dtype) {
   const std::vector<std::string>& trainable = model.params;
   std::vector<std::string> problems;
   for (const auto& name : trainable) {

@@ -67,6 +67,23 @@ void match_names(ShardSet& set, const ModelNames& model);
 format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& model,
                                       const torch::optim::Optimizer& optimizer);
 
+// The same, for a model given by its names (after match_names), its
+// optimizer's group sizes and its parameters' dtype.
+format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
+                                      torch::ScalarType dtype);
+
+// The set's own model: its parameters in order and its buffers.
+ModelNames names_of(const ShardSet& set);
+// Its parameters' dtype (set.dtype). Throws c10::Error for another string.
+torch::ScalarType dtype_of(const ShardSet& set);
+
+// `set` as the files of a ZeRO checkpoint of `world` ranks at `stage`, in
+// save_sharded's layout (read_shard_set and load_sharded read them on any
+// number of ranks): rank r holds elements [n*r/world, n*(r+1)/world) of each
+// parameter and of its optimizer fields, rank 0 the buffers too; `run` is
+// their shared save id. Index r is zero-<r>-of-<world>.safetensors.
+std::vector<format::TensorFile> shard_files_of(const ShardSet& set, int world, int stage, int64_t run);
+
 // Collective over the optimizer's group: puts this rank's part of `set`
 // (parameters, optimizer state, buffers) into `z` and all-gathers the
 // parameters into the model (zero::load_sharded's work). Throws c10::Error

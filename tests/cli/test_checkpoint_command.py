@@ -115,7 +115,7 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_names_it(paisoar, checkpoi
 
 
 @pytest.mark.parametrize("args, words, code", [
-    (("checkpoint",), ["paisoar checkpoint", "verify, inspect"], 2),
+    (("checkpoint",), ["paisoar checkpoint", "verify, inspect, reshard"], 2),
     (("checkpoint", "verify", "/nonexistent/ckpt"), ["/nonexistent/ckpt"], 2),
 ])
 def test_checkpoint_command_errors(paisoar, args, words, code):
@@ -128,3 +128,52 @@ def test_checkpoint_command_errors(paisoar, args, words, code):
 def test_verify_of_a_directory_without_checkpoints(paisoar, tmp_path):
     r = paisoar("checkpoint", "verify", tmp_path)
     assert r.code == 1 and "holds no checkpoint" in r.err and str(tmp_path) in r.err, r
+
+
+def losses(run_dir):
+    import json
+    out = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if "loss" in record and "step" in record:
+            out[record["step"]] = record["loss"]
+    return out
+
+
+def resume_on_one_rank(paisoar, checkpoint_dir, run_dir):
+    return paisoar("train", "--config", ROOT / "configs" / "fashion_mnist.yaml", "--nproc", "1",
+                   "--set", f"run_dir={run_dir}", "--set", f"checkpoint.dir={checkpoint_dir}",
+                   "--set", "model.name=mlp", "--set", "data.train_limit=512", "--set", "train.max_steps=4",
+                   "--set", "train.batch_size=128", "--set", "train.log_every=1", "--set", "profiler.memory=false",
+                   "--set", "data.eval_limit=64", "--set", "checkpoint.every_steps=0", timeout=600)
+
+
+@pytest.mark.parametrize("ranks, stage", [(1, 0), (3, 3)])
+def test_reshard_writes_a_checkpoint_that_resumes_the_same(paisoar, checkpoints, tmp_path, ranks, stage):
+    # The step-2 checkpoint alone, so both runs resume from it and train steps 3 and 4.
+    source = copy(checkpoints, tmp_path)
+    (source / "step-000000000004.safetensors").unlink()
+    shutil.rmtree(source / "zero-000000000004")
+    before = snapshot(source)
+    target = tmp_path / "resharded"
+    r = paisoar("checkpoint", "reshard", source, target, "--ranks", ranks, "--zero_stage", stage)
+    assert r.code == 0 and f"({ranks} rank(s), zero.stage {stage})" in r.out, r
+    assert snapshot(source) == before
+    r = paisoar("checkpoint", "verify", target)
+    assert r.code == 0 and "step-000000000002.safetensors: OK" in r.out, r
+    r = paisoar("checkpoint", "inspect", target)
+    assert f"written by: {ranks} rank(s), zero.stage {stage}" in r.out, r
+    a = resume_on_one_rank(paisoar, source, tmp_path / "from_source")
+    assert a.code == 0, a
+    b = resume_on_one_rank(paisoar, target, tmp_path / "from_resharded")
+    assert b.code == 0, b
+    assert "at step 2" in b.out + b.err, b
+    want, got = losses(tmp_path / "from_source"), losses(tmp_path / "from_resharded")
+    assert sorted(want) == [3, 4] and got == want, (want, got)
+
+
+def test_reshard_refuses_a_target_that_holds_files(paisoar, checkpoints, tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    r = paisoar("checkpoint", "reshard", checkpoints, tmp_path, "--ranks", "2")
+    assert r.code == 1 and "is not an empty directory" in r.err and str(tmp_path) in r.err, r
+    assert (tmp_path / "keep.txt").read_text() == "mine"
