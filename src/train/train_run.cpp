@@ -1,7 +1,8 @@
-// TrainRun: the member initialisers run in the order of the collectives
-// (checkpoint directory, pipeline plan, ZeRO's shards, the resume); the body
-// starts DDP (its broadcast of the restored weights) before the counting
-// allocator is installed and the lead's report opens.
+// TrainRun: the constructor's body builds the collective parts one after
+// another in the order of their collectives (checkpoint directory, the
+// writer's group, pipeline plan, ZeRO's shards, the resume, DDP's broadcast
+// of the restored weights), then the counting allocator and the lead's
+// report.
 #include "src/train/train_run.h"
 
 #include <c10/util/Exception.h>
@@ -84,31 +85,33 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       place_(place_of(*world_, *data_comm_, *task.model, env.job.local_world_size)),
       loader_(task.train_data, loader_options(config, place_)),
       plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
-      checkpoints_(open_checkpoints(plan_.checkpoint, world_)),
-      checkpoint_comm_(config.checkpoint.async ? world_->new_group(all_ranks(*world_)) : nullptr),
-      newest_(config.checkpoint.resume ? newest_checkpoint(checkpoints_, part_name_of(mesh)) : std::nullopt),
-      scaler_(plan_.scaler, world_),
-      micro_(micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_)),
-      sync_(make_grad_sync(plan_.sync, micro_->model(), data_comm_)),  // ZeRO: collective, shards the model now
-      schedule_(sync_->optimizer(), plan_.schedule),
-      state_(trainer_state()),
-      start_(resume()),  // before DDP's reducer exists: it then broadcasts the restored weights
       config_text_(dump_config(config)),
-      saved_step_(start_.step),
+      scaler_(plan_.scaler, world_),
       finite_loss_(plan_.finite_loss, world_) {
+  // The collective parts, in the order every rank runs their collectives:
+  checkpoints_.emplace(open_checkpoints(plan_.checkpoint, world_));  // 1. rank 0's directory check, agreed
+  if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
+  if (config.checkpoint.resume) newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh));  // (local)
+  micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 3. a pipeline's profile
+  sync_ = make_grad_sync(plan_.sync, micro_->model(), data_comm_);  // 4. ZeRO shards the model
+  schedule_.emplace(sync_->optimizer(), plan_.schedule);
+  state_ = trainer_state();
+  start_ = resume();  // 5. the step agreed, ZeRO's state loaded; before DDP's reducer exists:
+  saved_step_ = start_.step;
   if (mesh_) {
     // One replica's gradients are spread over its stages and tensor shards.
     SplitModelNorm norm{mesh_->model_group(), world_, {}};
     if (mesh_->tensor_rank() != 0) norm.uncounted = hybrid::tensor_replicated_parameters(*micro_->model());
     sync_->set_split_model_norm(std::move(norm));
   }
-  sync_->start();
+  sync_->start();  // 6. DDP broadcasts the restored weights
   micro_->attach(*sync_);
   if (config.checkpoint.async) async_.emplace();
   if (!config.activation_checkpointing.empty()) recompute_.emplace(config.activation_checkpointing);
   if (config.profiler.memory && place_.device.type() == c10::DeviceType::CPU) {
     memory::install_cpu_tracking_allocator();
   }
+  log_window_.emplace(start_.step);
   report_.emplace(config, place_.rank == 0, plan_.total_steps);
   report_->run_start(start_.step, world_->size(), config_text_);
   print_opening();
@@ -117,7 +120,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
 }
 
 TrainerState TrainRun::trainer_state() {
-  TrainerState state{task_.model.get(), &sync_->optimizer(), &schedule_, &scaler_, sync_->zero(), world_, data_comm_};
+  TrainerState state{task_.model.get(), &sync_->optimizer(), &*schedule_, &scaler_, sync_->zero(), world_, data_comm_};
   if (mesh_) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
@@ -197,7 +200,7 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
       if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
       scaler_.update();
     }
-    schedule_.step();
+    schedule_->step();
   }
   if (meter) stats_.peak_step_bytes = std::max(stats_.peak_step_bytes, meter->peak_above_start());
   if (plan_.scaler.enabled) stats_.loss_scales.push_back(scaler_.get_scale());
@@ -208,7 +211,7 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
 void TrainRun::save_if_due(int64_t step, const EpochTally& tally) {
   progress_.epoch_loss_sum = tally.loss_sum;
   progress_.epoch_steps = tally.loss_steps;
-  if (!checkpoints_.due(step)) return;
+  if (!checkpoints_->due(step)) return;
   const auto start = std::chrono::steady_clock::now();
   if (save(step)) saved_step_ = step;
   stats_.save_wait_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -223,10 +226,10 @@ bool TrainRun::save(int64_t step) {
   world_->allreduce(loss, comm::ReduceOp::Sum).wait();
   progress.epoch_loss_sum = loss.item<double>() / world_->size();
   SaveSnapshot snapshot = capture_save(state_, step, progress, batch_shape(), config_text_);
-  if (!async_) return save_checkpoint(checkpoints_, world_, config_.checkpoint.on_error, snapshot);
+  if (!async_) return save_checkpoint(*checkpoints_, world_, config_.checkpoint.on_error, snapshot);
   own_tensors(snapshot);  // the step waits only for this copy
   async_->start([this, snapshot = std::move(snapshot)] {
-    save_checkpoint(checkpoints_, checkpoint_comm_, config_.checkpoint.on_error, snapshot);
+    save_checkpoint(*checkpoints_, checkpoint_comm_, config_.checkpoint.on_error, snapshot);
   });
   return true;
 }
@@ -241,7 +244,7 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   StepLog log;
   log.epoch = epoch;
   log.step = step;
-  log.lr = schedule_.get_last_lr()[0];
+  log.lr = schedule_->get_last_lr()[0];
   log.ms_per_step = 1e3 * elapsed / tally.steps;
   log.samples_per_s = config_.train.batch_size * tally.steps / std::max(elapsed, 1e-9);
   log.data_wait_ms = 1e3 * tally.wait_sum / (tally.steps * plan_.accumulation);
@@ -249,7 +252,7 @@ void TrainRun::log_step(int64_t epoch, int64_t step, const EpochTally& tally, do
   log.exposed_comm_ms = 1e3 * stats.exposed_comm_s;
   log.loss_scale = scaler_.get_scale();
   log.grad_norm = grad_norm_;
-  log_window_.close(*world_, *prof_, step, train_s, stats.exposed_comm_s, place_.device, tally.mean_loss(),
+  log_window_->close(*world_, *prof_, step, train_s, stats.exposed_comm_s, place_.device, tally.mean_loss(),
                     log);  // collective
   report_->log_step(log);
 }

@@ -1,7 +1,8 @@
-// TrainRun: the parts of one Trainer::fit, built in the order that pairs
-// their collectives across ranks (the checkpoint directory check, the
-// pipeline's profile, ZeRO's sharding, the resume, DDP's broadcast), one
-// optimizer step over them, the checkpoints, and the end of the run.
+// TrainRun: the parts of one Trainer::fit, built by explicit code in the
+// order that pairs their collectives across ranks (the checkpoint directory
+// check, the background writer's group, the pipeline's profile, ZeRO's
+// sharding, the resume, DDP's broadcast), one optimizer step over them, the
+// checkpoints, and the end of the run.
 #pragma once
 
 #include <torch/types.h>
@@ -113,31 +114,33 @@ class TrainRun {
   const RankPlace place_;
   data::DataLoader loader_;
   const RunPlan plan_;
-  checkpoint::CheckpointManager checkpoints_;
+  const std::string config_text_;  // dump_config, saved with each checkpoint
+  amp::GradScaler scaler_;
+  amp::FiniteLossCheck finite_loss_;
+  // The parts whose construction is collective, built by the constructor's
+  // body one after another in the order every rank runs their collectives
+  // (never by member order); set for the rest of the run afterwards.
+  std::optional<checkpoint::CheckpointManager> checkpoints_;
   // checkpoint.async: the background writer's own group of all ranks (its
   // collectives never meet the step's); null otherwise.
-  const std::shared_ptr<comm::Communicator> checkpoint_comm_;
+  std::shared_ptr<comm::Communicator> checkpoint_comm_;
   // The checkpoint a resume starts from, read once (the pipeline's split and
   // the resume both come from it); nullopt without one or checkpoint.resume.
-  const std::optional<ResumeSource> newest_;
-  amp::GradScaler scaler_;
+  std::optional<ResumeSource> newest_;
   std::unique_ptr<MicroSteps> micro_;
-  const std::unique_ptr<GradSync> sync_;
-  optim::LrSchedule schedule_;
-  const TrainerState state_;
-  const ResumePoint start_;
-  const std::string config_text_;  // dump_config, saved with each checkpoint
-  int64_t saved_step_;             // the step of the newest checkpoint
+  std::unique_ptr<GradSync> sync_;
+  std::optional<optim::LrSchedule> schedule_;
+  TrainerState state_;
+  ResumePoint start_;
+  int64_t saved_step_ = 0;         // the step of the newest checkpoint
   RunProgress progress_;           // the epoch's loss so far (save_if_due's tally), saved with a checkpoint
   std::optional<memory::CheckpointRegions> recompute_;  // activation_checkpointing
-  amp::FiniteLossCheck finite_loss_;
-  // Built in the constructor's body, after DDP's start: never empty afterwards.
   std::optional<RunReport> report_;
   std::optional<profiler::StepProfiler> prof_;
   std::optional<StepTools> tools_;
+  std::optional<LogWindow> log_window_;
   RunStats stats_;
   double grad_norm_ = -1;  // the last step's total gradient norm (clipped or logged steps), else -1
-  LogWindow log_window_{start_.step};
   // checkpoint.async; last, so it is destroyed (waiting for the save in
   // flight) before the parts that save reads.
   std::optional<AsyncSaver> async_;
