@@ -67,6 +67,12 @@ std::vector<int> all_ranks(const comm::Communicator& world) {
   return ranks;
 }
 
+// How a model-parallel run splits the model, as its checkpoints record it.
+std::string part_layout_of(const TrainConfig& config) {
+  return "pipeline " + std::to_string(config.parallel.pipeline) + " x tensor " +
+         std::to_string(config.parallel.tensor);
+}
+
 // Where this rank's part of a model-parallel model is saved ("" without one).
 std::string part_name_of(const hybrid::HybridMesh* mesh) {
   if (!mesh) return "";
@@ -91,7 +97,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   // The collective parts, in the order every rank runs their collectives:
   checkpoints_.emplace(open_checkpoints(plan_.checkpoint, world_));  // 1. rank 0's directory check, agreed
   if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
-  if (config.checkpoint.resume) newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh));  // (local)
+  if (config.checkpoint.resume) newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config));
   micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 3. a pipeline's profile
   sync_ = make_grad_sync(plan_.sync, micro_->model(), data_comm_);  // 4. ZeRO shards the model
   schedule_.emplace(sync_->optimizer(), plan_.schedule);
@@ -125,8 +131,8 @@ TrainerState TrainRun::trainer_state() {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
     state.part_name = part_name_of(mesh_);
-    state.part_layout = "pipeline " + std::to_string(config_.parallel.pipeline) + " x tensor " +
-                        std::to_string(config_.parallel.tensor);
+    state.part_layout = part_layout_of(config_);
+    state.whole_model = task_.layers.ptr().get();
     if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
   }
   return state;

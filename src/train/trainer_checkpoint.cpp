@@ -351,14 +351,19 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
 }
 
 std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name) {
+                                              const std::string& part_name, const std::string& part_layout) {
   const std::string root = manager.options().dir;
   std::optional<ResumeSource> source;
   const auto loaded = manager.load_latest([&](const checkpoint::CheckpointManager::Loaded& l) {
     check_resumable(l, root);
     const auto& c = l.checkpoint;
     source.emplace();
-    if (const std::string parts = named_step_dir(c, kPartsKey, "parts"); !parts.empty() && !part_name.empty()) {
+    const std::string parts = named_step_dir(c, kPartsKey, "parts");
+    const auto written = c.metadata.find(kPartLayoutKey);
+    const bool own_part = !parts.empty() && !part_name.empty() && written != c.metadata.end() &&
+                          written->second == part_layout;
+    source->whole_model = !part_name.empty() && !own_part;
+    if (own_part) {
       const std::string dir = root + "/" + parts + "/" + part_name;
       std::error_code ec;
       if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
@@ -426,20 +431,27 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   point.path = c.source;
 
   const std::string parts = named_step_dir(c, kPartsKey, "parts");
-  if (parts.empty() && !state.part_name.empty()) {
-    C10_THROW_ERROR(Error, c.source + " holds a whole model; a run with parallel.pipeline/tensor cannot split it "
-                             "yet: resume it without them, or point checkpoint.dir elsewhere to start over");
-  }
-  if (!parts.empty() && !state.part_name.empty()) {
-    const std::string written = metadata_text(c, kPartLayoutKey);
-    if (written != state.part_layout) {
-      C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
-                               state.part_layout + ". Resume with the parallel: settings it was written with, or "
-                               "point checkpoint.dir elsewhere to start over");
-    }
+  const auto tensor_width = [](const std::string& layout) {
+    const size_t at = layout.find("x tensor ");
+    return at == std::string::npos ? std::string("1") : layout.substr(at + 9);
+  };
+  const std::string written = parts.empty() ? "pipeline 1 x tensor 1" : metadata_text(c, kPartLayoutKey);
+  if (!state.part_name.empty() && written != state.part_layout &&
+      (tensor_width(written) != "1" || tensor_width(state.part_layout) != "1")) {
+    C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
+                             state.part_layout + ", and tensor-parallel shards cannot be resharded yet. Resume "
+                             "with the parallel: settings it was written with, or point checkpoint.dir elsewhere "
+                             "to start over");
   }
   const zero::detail::ShardSet* shards = newest->shards ? &*newest->shards : nullptr;
+  std::optional<zero::detail::ShardSet> part;  // this rank's part, cut from the whole model
   try {
+    if (newest->whole_model) {
+      part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
+      zero::detail::keep_part(*part, zero::detail::names_of(*state.whole_model),
+                              zero::detail::names_of(*state.model));
+      shards = &*part;
+    }
     read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);
   } catch (const std::exception& e) {
     C10_THROW_ERROR(Error, "cannot resume from " + c.source +

@@ -66,7 +66,8 @@ struct TrainerState {
   // rank's part, written to <dir>/parts-<step>/<part_name>/. "" : the model
   // is whole on every rank.
   std::string part_name;
-  std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; a resume must use the same
+  std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; a resume reshards pipeline splits, not tensor widths
+  torch::nn::Module* whole_model = nullptr;  // with a pipeline: all its layers, of which `model` is this rank's
   std::string pipeline_bounds;  // the stages' first layers and the end, "0,2,3"; kept so a resume cuts alike
 };
 
@@ -143,17 +144,21 @@ struct ResumeSource {
   checkpoint::CheckpointManager::Loaded step_file;
   std::optional<zero::detail::ShardSet> shards;  // ZeRO shards (written by any number of ranks), or
   std::optional<format::TensorFile> part_file;   // this rank's part, whole; neither: the model is in the step file
+  // The model state is the whole model's (written without model parallelism
+  // or with another pipeline split): a run with one cuts its part from it.
+  bool whole_model = false;
 };
 
 // The newest checkpoint the Trainer can resume from: its step file loads
 // intact and has no checkpoint_problems (sizes checked, not contents), and
 // the model state it names (the ZeRO shards, or this rank's part under
-// <part_name>, "" without model parallelism) loads intact, every file's own
+// <part_name>, "" without model parallelism; all parts when `part_layout`
+// is not the one it was written with) loads intact, every file's own
 // CRC-32s checked. A newer one that does not is named in a warning and
 // skipped. nullopt: the directory holds none. Not collective: every rank
 // reads it (restore_trainer_state checks they agree on the step).
 std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name);
+                                              const std::string& part_name, const std::string& part_layout = "");
 
 // The pipeline split ("0,2,3") of `newest`, if it is a model-parallel one; a
 // resume builds its stages from it instead of profiling again (a new profile

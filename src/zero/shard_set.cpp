@@ -276,18 +276,57 @@ void match_names(ShardSet& set, const ModelNames& model) {
   set.scalars = std::move(renamed.scalars);
 }
 
-format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& module,
-                                      const torch::optim::Optimizer& optimizer) {
+ModelNames names_of(const torch::nn::Module& module) {
   ModelNames model;
-  torch::ScalarType dtype = torch::kFloat;
   for (const auto& p : module.named_parameters()) {
     if (!p.value().requires_grad()) continue;
     model.params.push_back(p.key());
     model.shapes.push_back(p.value().sizes().vec());
-    dtype = p.value().scalar_type();
   }
   for (const auto& b : module.named_buffers()) {
     if (b.value().defined()) model.buffers.emplace_back(b.key(), b.value().sizes().vec());
+  }
+  return model;
+}
+
+void keep_part(ShardSet& set, const ModelNames& whole, const ModelNames& part) {
+  match_names(set, whole);
+  std::vector<std::string> problems;
+  for (size_t i = 0; i < part.params.size(); ++i) {
+    const auto it = set.shapes.find(part.params[i]);
+    if (it == set.shapes.end()) {
+      problems.push_back("missing '" + part.params[i] + "'");
+    } else if (it->second != part.shapes[i]) {
+      problems.push_back("'" + part.params[i] + "' has shape " + c10::str(c10::IntArrayRef(it->second)) +
+                         " in the checkpoint, " + c10::str(c10::IntArrayRef(part.shapes[i])) + " in this rank's part");
+    }
+  }
+  TORCH_CHECK(problems.empty(), "checkpoint '", set.dir, "' does not hold this rank's part of the model: ",
+              join(problems), "; resume with the model (and parallel.tensor) it was written with");
+  ShardSet kept;
+  kept.dir = set.dir;
+  kept.world = set.world;
+  kept.metadata = set.metadata;
+  kept.dtype = set.dtype;
+  for (const auto& name : part.params) {
+    kept.names.push_back(name);
+    kept.shapes[name] = set.shapes.at(name);
+    kept.params[name] = set.params.at(name);
+    if (auto it = set.elementwise.find(name); it != set.elementwise.end()) kept.elementwise[name] = it->second;
+    if (auto it = set.scalars.find(name); it != set.scalars.end()) kept.scalars[name] = it->second;
+  }
+  for (const auto& [name, shape] : part.buffers) {
+    if (auto it = set.buffers.find(name); it != set.buffers.end()) kept.buffers[name] = it->second;
+  }
+  set = std::move(kept);
+}
+
+format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& module,
+                                      const torch::optim::Optimizer& optimizer) {
+  const ModelNames model = names_of(module);
+  torch::ScalarType dtype = torch::kFloat;
+  for (const auto& p : module.parameters()) {
+    if (p.requires_grad()) dtype = p.scalar_type();
   }
   std::vector<size_t> group_sizes;
   for (const auto& g : optimizer.param_groups()) group_sizes.push_back(g.params().size());

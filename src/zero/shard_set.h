@@ -60,6 +60,15 @@ struct ModelNames {
 // likewise) to the model's and warns once on stderr. Otherwise leaves it.
 void match_names(ShardSet& set, const ModelNames& model);
 
+// Keeps of `set` (the whole model, named as `whole` or matched to it by
+// position) only what `part` holds: a pipeline stage's parameters, their
+// optimizer state and buffers, in the part's order. Throws c10::Error naming
+// the set when the part holds a parameter the set lacks or shapes differ.
+void keep_part(ShardSet& set, const ModelNames& whole, const ModelNames& part);
+
+// The trainable parameters (in order) and buffers of `module`.
+ModelNames names_of(const torch::nn::Module& module);
+
 // The inverse of shard_set_of_whole: `set` as a whole-model checkpoint for
 // `optimizer`, built over `model`'s trainable parameters in their order (the
 // parameters in the model's dtype). Refuses (c10::Error naming the set's

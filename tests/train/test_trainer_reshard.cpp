@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -58,6 +59,22 @@ train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layo
   return c;
 }
 
+// Every rank's result of fitting the zoo's task on `world` thread-ranks.
+std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world) {
+  static std::mutex seed_mutex;  // make_task seeds torch's global generator
+  std::vector<train::TrainResult> results(static_cast<size_t>(world));
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    train::TrainTask task;
+    {
+      std::lock_guard<std::mutex> lock(seed_mutex);
+      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
+    }
+    results[static_cast<size_t>(rank)] = trainer.fit(task);
+  });
+  return results;
+}
+
 // The logged loss of each step in run_dir/metrics.jsonl (a resumed run's
 // records follow the stopped one's: the last record of a step wins).
 std::map<int64_t, double> logged_losses(const std::string& run_dir) {
@@ -87,10 +104,18 @@ void expect_resume_continues(const Layout& before, const Layout& after, double t
                  if (step == 8) throw std::runtime_error("simulated crash");
                }),
                std::runtime_error);
-  const auto [resumed, result] = train_with(reshard_config(base + "/resumed", after), after.ranks);
-  EXPECT_NE(result.resumed_from.find("step-000000000006"), std::string::npos) << result.resumed_from;
-  EXPECT_EQ(result.global_step, 20);
-  expect_close(straight, resumed, tolerance);
+  if (after.pipeline == 1) {
+    const auto [resumed, result] = train_with(reshard_config(base + "/resumed", after), after.ranks);
+    EXPECT_NE(result.resumed_from.find("step-000000000006"), std::string::npos) << result.resumed_from;
+    EXPECT_EQ(result.global_step, 20);
+    expect_close(straight, resumed, tolerance);
+  } else {  // each rank trains its stage only: the logged loss (below) speaks for all of them
+    const auto results = fit_ranks(reshard_config(base + "/resumed", after), after.ranks);
+    for (const auto& r : results) {
+      EXPECT_NE(r.resumed_from.find("step-000000000006"), std::string::npos) << r.resumed_from;
+      EXPECT_EQ(r.global_step, 20);
+    }
+  }
 
   const auto want = logged_losses(base + "/straight");
   const auto got = logged_losses(base + "/resumed");
@@ -116,6 +141,17 @@ TEST(TrainerReshard, ZeroThreeResumesWithoutZeroOnOneRank) { expect_resume_conti
 // (the pipeline trains the same numbers: test_trainer_parallel).
 TEST(TrainerReshard, TwoStagePipelineResumesWithoutOne) {
   expect_resume_continues({2, 0, 2}, {1, 0}, 1e-4, Layout{1, 0});
+}
+
+// Into a pipeline: a 2-rank DDP checkpoint resumed as a 2-stage pipeline
+// (each stage cut from the whole model), and a 2-stage pipeline's as 3
+// stages (the mlp's three layers, one each); the reference runs without one.
+TEST(TrainerReshard, DdpResumesAsATwoStagePipeline) {
+  expect_resume_continues({2, 0}, {2, 0, 2}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, TwoStagesResumeAsThree) {
+  expect_resume_continues({2, 0, 2}, {3, 0, 3}, 1e-4, Layout{1, 0});
 }
 
 TEST(TrainerReshard, AnotherBatchSizeIsRefused) {
