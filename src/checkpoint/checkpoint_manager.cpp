@@ -1,4 +1,5 @@
-// CheckpointManager: file naming, pruning and newest-intact resume over
+// CheckpointManager: file naming, the directory's lock, pruning and
+// newest-intact resume over
 // format::save_safetensors/format::load_safetensors. Names are parsed strictly, so an
 // AtomicFile temporary ("step-...safetensors.tmp.<pid>.<n>") is never taken
 // for a checkpoint.
@@ -9,7 +10,12 @@
 
 #include <c10/util/Exception.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +47,34 @@ bool is_leftover_temporary(const std::string& name) {
   return at != std::string::npos && step_of(name.substr(0, at + std::strlen(kSuffix))).has_value();
 }
 
+// An exclusive flock on <dir>/.paisoar-lock, holding this process's id for
+// the message another job gets; released when the returned handle goes.
+std::shared_ptr<const int> lock_directory(const std::string& dir) {
+  const std::string path = dir + "/.paisoar-lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  TORCH_CHECK(fd >= 0, "CheckpointManager: cannot open '", path, "': ", std::strerror(errno),
+              "; choose a checkpoint directory you can write to");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {0};
+    const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!pid.empty() && !std::isdigit(static_cast<unsigned char>(pid.back()))) pid.pop_back();
+    TORCH_CHECK(false, "CheckpointManager: checkpoint directory '", dir, "' is in use by another job (process ",
+                pid.empty() ? std::string("?") : pid, " holds ", path,
+                "); two runs writing one directory would overwrite each other's checkpoints: give this run its own "
+                "checkpoint.dir (or run_dir), or stop the other");
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    // Only the message another job would print depends on it.
+  }
+  return std::shared_ptr<const int>(new int(fd), [](const int* held) {
+    ::close(*held);  // drops the lock
+    delete held;
+  });
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(CheckpointOptions options) : options_(std::move(options)) {
@@ -56,6 +90,7 @@ CheckpointManager::CheckpointManager(CheckpointOptions options) : options_(std::
     TORCH_CHECK(false, "CheckpointManager: checkpoint directory '", options_.dir, "' is not writable (", e.what_without_backtrace(),
                 ")");
   }
+  lock_ = lock_directory(options_.dir);
   for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
     if (is_leftover_temporary(entry.path().filename().string())) fs::remove(entry.path(), error);
   }

@@ -42,8 +42,24 @@ TEST(CheckpointManager, DueEveryNSteps) {
   EXPECT_FALSE(every3.due(2));
   EXPECT_TRUE(every3.due(3));
   EXPECT_TRUE(every3.due(9));
-  CheckpointManager never({dir.path()});
+  CheckpointManager never({dir / "other"});
   EXPECT_FALSE(never.due(3));
+}
+
+// A second writer of one directory (another job, or another manager) is
+// refused while the first lives, naming the directory and the holder; once
+// the first is gone (or its process died: the kernel drops the flock) the
+// directory is free again. Readers (rank != 0) take no lock.
+TEST(CheckpointManager, ADirectoryHasOneWriterAtATime) {
+  TempDir dir("ckpt");
+  {
+    CheckpointManager first({dir.path()});
+    const std::string holder = "process " + std::to_string(::getpid());
+    expect_error([&] { CheckpointManager second({dir.path()}); },
+                 {dir.path().c_str(), "in use by another job", holder.c_str(), "its own checkpoint.dir"});
+    CheckpointManager reader({dir.path(), 0, 3, /*rank=*/1});
+  }
+  CheckpointManager again({dir.path()});
 }
 
 TEST(CheckpointManager, SavesNamedFilesAndKeepsTheNewest) {
@@ -52,7 +68,9 @@ TEST(CheckpointManager, SavesNamedFilesAndKeepsTheNewest) {
   for (int64_t step = 1; step <= 5; ++step) manager.save(step * 10, tensors_for(step * 10), {{"epoch", "0"}});
   EXPECT_EQ(steps_of(manager), (std::vector<int64_t>{30, 40, 50}));
   EXPECT_TRUE(fs::exists(dir / "run/step-000000000050.safetensors"));
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "run"), fs::directory_iterator{}), 3);
+  // The three step files and the directory's lock.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "run"), fs::directory_iterator{}), 4);
+  EXPECT_TRUE(fs::exists(dir / "run/.paisoar-lock"));
 
   const auto loaded = manager.load_latest();
   ASSERT_TRUE(loaded.has_value());

@@ -177,3 +177,39 @@ def test_reshard_refuses_a_target_that_holds_files(paisoar, checkpoints, tmp_pat
     r = paisoar("checkpoint", "reshard", checkpoints, tmp_path, "--ranks", "2")
     assert r.code == 1 and "is not an empty directory" in r.err and str(tmp_path) in r.err, r
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_a_second_job_on_the_same_checkpoint_dir_is_refused(paisoar, tmp_path):
+    import subprocess
+    import time
+    from cli_support import BIN
+    run_dir = tmp_path / "run"
+    first = subprocess.Popen([str(BIN), "train", "--config", str(ROOT / "configs" / "fashion_mnist.yaml"),
+                              "--nproc", "1", "--set", f"run_dir={run_dir}", "--set", "model.name=mlp",
+                              "--set", "data.train_limit=512", "--set", "train.epochs=100000",
+                              "--set", "train.max_steps=1000000", "--set", "eval.every_epochs=0",
+                              "--set", "profiler.memory=false"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not (run_dir / "checkpoints" / ".paisoar-lock").exists() and time.time() < deadline:
+            assert first.poll() is None, "the first job ended early"
+            time.sleep(0.2)
+        time.sleep(1)
+        r = paisoar("train", "--config", ROOT / "configs" / "fashion_mnist.yaml", "--nproc", "1",
+                    "--set", f"run_dir={run_dir}", "--set", "model.name=mlp", "--set", "data.train_limit=512",
+                    "--set", "train.max_steps=2", timeout=300)
+        assert r.code == 1, r
+        assert "is in use by another job" in r.err and str(run_dir / "checkpoints") in r.err, r
+        assert "give this run its own checkpoint.dir" in r.err, r
+    finally:
+        import os
+        import signal
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    # The first job is gone (killed): its lock went with it.
+    r = paisoar("train", "--config", ROOT / "configs" / "fashion_mnist.yaml", "--nproc", "1",
+                "--set", f"run_dir={run_dir}", "--set", "model.name=mlp", "--set", "data.train_limit=512",
+                "--set", "train.max_steps=2", "--set", "checkpoint.resume=false", "--set", "profiler.memory=false",
+                "--set", "data.eval_limit=64", timeout=300)
+    assert r.code == 0, r

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +31,11 @@ struct CheckpointFile {
 // per directory.
 class CheckpointManager {
  public:
-  // On rank 0 creates `dir` and checks that a file can be created in it, and
-  // removes temporaries left by an interrupted save. Throws c10::Error naming
-  // the directory if it cannot be created or written, or if dir is empty.
+  // On rank 0 creates `dir`, checks that a file can be created in it, locks
+  // it against a second writing job (an flock the kernel drops when the
+  // process dies), and removes temporaries left by an interrupted save.
+  // Throws c10::Error naming the directory if it cannot be created or
+  // written, if another live process holds its lock, or if dir is empty.
   explicit CheckpointManager(CheckpointOptions options);
 
   // True when every_steps > 0, step > 0 and step is a multiple of every_steps.
@@ -66,6 +69,9 @@ class CheckpointManager {
   void prune() const;
 
   CheckpointOptions options_;
+  // Rank 0: the directory's lock (flock on <dir>/.paisoar-lock), held while
+  // the manager lives so a second job cannot write the same directory.
+  std::shared_ptr<const int> lock_;
 };
 
 }  // namespace paisoar::checkpoint
