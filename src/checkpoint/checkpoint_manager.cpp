@@ -137,8 +137,7 @@ std::vector<CheckpointFile> CheckpointManager::list() const {
   return files;
 }
 
-std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(
-    const std::function<void(const Loaded&)>& accept) const {
+void CheckpointManager::warn_unusable_entries() const {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(options_.dir, error)) {
     if (step_of(entry.path().filename().string()) && !entry.is_regular_file(error)) {
@@ -146,6 +145,11 @@ std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(
                 << "': it is not a regular file (a dangling link, a directory?); remove it" << std::endl;
     }
   }
+}
+
+std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(
+    const std::function<void(const Loaded&)>& accept) const {
+  warn_unusable_entries();
   const std::vector<CheckpointFile> files = list();
   std::string newest_error;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {

@@ -32,7 +32,7 @@ std::string reshard_checkpoint(const std::string& source, const std::string& tar
   checkpoint::CheckpointOptions reader;
   reader.dir = source;
   reader.rank = 1;  // reads only
-  const auto newest = newest_checkpoint(checkpoint::CheckpointManager(reader), "");
+  const auto newest = newest_checkpoint(checkpoint::CheckpointManager(reader), "", "", nullptr);
   TORCH_CHECK(newest.has_value(), "reshard: '", source, "' holds no checkpoint (step-<12 digits>.safetensors)");
   const format::TensorFile& step_file = newest->step_file.checkpoint;
   const int64_t step = newest->step_file.step;

@@ -97,12 +97,14 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   // The collective parts, in the order every rank runs their collectives:
   checkpoints_.emplace(open_checkpoints(plan_.checkpoint, world_));  // 1. rank 0's directory check, agreed
   if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
-  if (config.checkpoint.resume) newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config));
-  micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 3. a pipeline's profile
-  sync_ = make_grad_sync(plan_.sync, micro_->model(), data_comm_);  // 4. ZeRO shards the model
+  if (config.checkpoint.resume) {  // 3. the checkpoint every rank can use
+    newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config), world_);
+  }
+  micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 4. a pipeline's profile
+  sync_ = make_grad_sync(plan_.sync, micro_->model(), data_comm_);  // 5. ZeRO shards the model
   schedule_.emplace(sync_->optimizer(), plan_.schedule);
   state_ = trainer_state();
-  start_ = resume();  // 5. the step agreed, ZeRO's state loaded; before DDP's reducer exists:
+  start_ = resume();  // 6. the step agreed, ZeRO's state loaded; before DDP's reducer exists:
   saved_step_ = start_.step;
   if (mesh_) {
     // One replica's gradients are spread over its stages and tensor shards.
@@ -110,7 +112,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
     if (mesh_->tensor_rank() != 0) norm.uncounted = hybrid::tensor_replicated_parameters(*micro_->model());
     sync_->set_split_model_norm(std::move(norm));
   }
-  sync_->start();  // 6. DDP broadcasts the restored weights
+  sync_->start();  // 7. DDP broadcasts the restored weights
   micro_->attach(*sync_);
   if (config.checkpoint.async) async_.emplace();
   if (!config.activation_checkpointing.empty()) recompute_.emplace(config.activation_checkpointing);

@@ -12,7 +12,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -320,8 +322,9 @@ void write_save(checkpoint::CheckpointManager& manager, const std::shared_ptr<co
   }
   step_file.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
   manager.save(snapshot.step, step_file);
-  if (comm->rank() == 0 && !snapshot.model_dir.empty()) {
-    prune_step_dirs(manager, snapshot.model_dir.substr(0, snapshot.model_dir.find('-')));
+  if (comm->rank() == 0) {  // both kinds: a run resumed on another layout leaves the other kind behind
+    prune_step_dirs(manager, "zero");
+    prune_step_dirs(manager, "parts");
   }
 }
 
@@ -350,36 +353,83 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
                            "checkpoint (or set checkpoint.on_error: warn to train on without it)");
 }
 
-std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name, const std::string& part_layout) {
-  const std::string root = manager.options().dir;
-  std::optional<ResumeSource> source;
-  const auto loaded = manager.load_latest([&](const checkpoint::CheckpointManager::Loaded& l) {
-    check_resumable(l, root);
-    const auto& c = l.checkpoint;
-    source.emplace();
-    const std::string parts = named_step_dir(c, kPartsKey, "parts");
-    const auto written = c.metadata.find(kPartLayoutKey);
-    const bool own_part = !parts.empty() && !part_name.empty() && written != c.metadata.end() &&
-                          written->second == part_layout;
-    source->whole_model = !part_name.empty() && !own_part;
-    if (own_part) {
-      const std::string dir = root + "/" + parts + "/" + part_name;
-      std::error_code ec;
-      if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
-        source->part_file = format::load_safetensors(dir + "/" + kPartFile);
-      } else {
-        source->shards = zero::detail::read_shard_set(dir);
-      }
-    } else if (!parts.empty()) {
-      source->shards = whole_of_parts(root + "/" + parts);  // a run without model parallelism
-    } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
-      source->shards = zero::detail::read_shard_set(root + "/" + shards);
+namespace {
+
+// The checkpoint `file` as a resume would use it on this rank (see
+// newest_checkpoint). Throws when it cannot.
+ResumeSource read_source(const checkpoint::CheckpointFile& file, const std::string& root,
+                         const std::string& part_name, const std::string& part_layout) {
+  ResumeSource source;
+  source.step_file = {file.step, format::load_safetensors(file.path)};
+  check_resumable(source.step_file, root);
+  const auto& c = source.step_file.checkpoint;
+  const std::string parts = named_step_dir(c, kPartsKey, "parts");
+  const auto written = c.metadata.find(kPartLayoutKey);
+  const bool own_part = !parts.empty() && !part_name.empty() && written != c.metadata.end() &&
+                        written->second == part_layout;
+  source.whole_model = !part_name.empty() && !own_part;
+  if (own_part) {
+    const std::string dir = root + "/" + parts + "/" + part_name;
+    std::error_code ec;
+    if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
+      source.part_file = format::load_safetensors(dir + "/" + kPartFile);
+    } else {
+      source.shards = zero::detail::read_shard_set(dir);
     }
-  });
-  if (!loaded) return std::nullopt;
-  source->step_file = *loaded;
+  } else if (!parts.empty()) {
+    source.shards = whole_of_parts(root + "/" + parts);  // every part: the whole model
+  } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
+    source.shards = zero::detail::read_shard_set(root + "/" + shards);
+  }
   return source;
+}
+
+}  // namespace
+
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
+                                              const std::string& part_name, const std::string& part_layout,
+                                              const std::shared_ptr<comm::Communicator>& comm) {
+  const std::string root = manager.options().dir;
+  manager.warn_unusable_entries();
+  std::vector<checkpoint::CheckpointFile> files = manager.list();
+  std::reverse(files.begin(), files.end());  // newest first
+  if (comm) {
+    // The ranks try the same checkpoints in the same order, or none.
+    const double n = static_cast<double>(files.size()), newest = files.empty() ? -1.0 : files[0].step;
+    auto seen = torch::tensor({n, newest, -n, -newest}, torch::kDouble);
+    comm->allreduce(seen, comm::ReduceOp::Max).wait();
+    if (seen[0].item<double>() != -seen[2].item<double>() || seen[1].item<double>() != -seen[3].item<double>()) {
+      C10_THROW_ERROR(Error, "the ranks see different checkpoints in checkpoint.dir '" + root + "' (rank " +
+                               std::to_string(comm->rank()) + ": " + std::to_string(files.size()) +
+                               ", the newest at step " + std::to_string(static_cast<int64_t>(newest)) +
+                               "): give every node the same checkpoint.dir (a shared file system)");
+    }
+  }
+  std::string newest_error;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::optional<ResumeSource> source;
+    std::string error;
+    try {
+      source = read_source(files[i], root, part_name, part_layout);
+    } catch (const std::exception& e) {
+      error = error_text(e);
+    }
+    // A checkpoint is taken by every rank or by none (each reads its own part).
+    if (!(comm ? comm::any_rank(comm, !error.empty()) : !error.empty())) return source;
+    const std::string why = error.empty() ? "another rank cannot use it (its warning says why)" : error;
+    if (newest_error.empty()) newest_error = why;
+    if (!error.empty() || !comm || comm->rank() == 0) {
+      std::cerr << "warning: skipping checkpoint '" << files[i].path << "': " << why
+                << (i + 1 < files.size() ? "; falling back to '" + files[i + 1].path + "'" : std::string())
+                << std::endl;
+    }
+  }
+  if (!files.empty()) {
+    C10_THROW_ERROR(Error, "none of the " + std::to_string(files.size()) + " checkpoints in '" + root +
+                             "' can be used (the newest: " + newest_error +
+                             "); remove them to start from scratch, or point checkpoint.dir elsewhere");
+  }
+  return std::nullopt;
 }
 
 std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
@@ -445,6 +495,7 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   }
   const zero::detail::ShardSet* shards = newest->shards ? &*newest->shards : nullptr;
   std::optional<zero::detail::ShardSet> part;  // this rank's part, cut from the whole model
+  std::string error;
   try {
     if (newest->whole_model) {
       part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
@@ -454,9 +505,14 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
     }
     read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);
   } catch (const std::exception& e) {
-    C10_THROW_ERROR(Error, "cannot resume from " + c.source +
-                             (shards ? " (its model state in " + shards->dir + ")" : std::string()) + ": " +
-                             error_text(e));
+    error = "cannot resume from " + c.source +
+            (shards ? " (its model state in " + shards->dir + ")" : std::string()) + ": " + error_text(e);
+  }
+  // A part that does not fit fails on its stage's ranks only: every rank
+  // stops here, none goes on to wait for it in the first step.
+  if (comm::any_rank(comm, !error.empty())) {
+    C10_THROW_ERROR(Error, !error.empty() ? error : "another rank cannot resume from " + c.source +
+                                                        " (its error says why)");
   }
   checkpoint::restore_training_state({nullptr, nullptr, true}, c);
   state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));

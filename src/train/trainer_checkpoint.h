@@ -155,10 +155,13 @@ struct ResumeSource {
 // <part_name>, "" without model parallelism; all parts when `part_layout`
 // is not the one it was written with) loads intact, every file's own
 // CRC-32s checked. A newer one that does not is named in a warning and
-// skipped. nullopt: the directory holds none. Not collective: every rank
-// reads it (restore_trainer_state checks they agree on the step).
+// skipped. nullopt: the directory holds none. Collective over `comm` (null:
+// not, for a tool): the ranks try the same checkpoints in the same order and
+// take one only when every rank could, so each rank reading just its part
+// cannot make them diverge; ranks that see different checkpoints all throw.
 std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name, const std::string& part_layout = "");
+                                              const std::string& part_name, const std::string& part_layout,
+                                              const std::shared_ptr<comm::Communicator>& comm);
 
 // The pipeline split ("0,2,3") of `newest`, if it is a model-parallel one; a
 // resume builds its stages from it instead of profiling again (a new profile

@@ -218,9 +218,14 @@ ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<s
 }
 
 void append_part(ShardSet& into, ShardSet part) {
-  if (into.names.empty()) {
-    into = std::move(part);
-    return;
+  if (into.dir.empty()) {
+    into.dir = part.dir;
+    into.world = part.world;
+    into.metadata = part.metadata;
+    into.dtype = part.dtype;
+  } else {
+    into.dir += ", " + part.dir;
+    if (into.dtype.empty()) into.dtype = part.dtype;
   }
   for (const auto& name : part.names) {
     TORCH_CHECK(!into.params.count(name), "'", part.dir, "' and '", into.dir, "' both hold parameter '", name,
@@ -232,7 +237,6 @@ void append_part(ShardSet& into, ShardSet part) {
   for (auto& [name, fields] : part.elementwise) into.elementwise[name] = std::move(fields);
   for (auto& [name, fields] : part.scalars) into.scalars[name] = std::move(fields);
   for (auto& [name, b] : part.buffers) into.buffers[name] = std::move(b);
-  into.dir += ", " + part.dir;
 }
 
 void match_names(ShardSet& set, const ModelNames& model) {
@@ -446,6 +450,7 @@ format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, con
   for (size_t g = 0; g < groups.size(); ++g) groups[g]["params"] = group_sizes[g];
   whole.metadata["optim.groups"] = groups.dump();
   whole.metadata["optim.fields"] = fields.dump();
+  whole.metadata[checkpoint::kOptimizerNamesKey] = nlohmann::json(trainable).dump();
   return whole;
 }
 

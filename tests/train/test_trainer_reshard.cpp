@@ -154,6 +154,34 @@ TEST(TrainerReshard, TwoStagesResumeAsThree) {
   expect_resume_continues({2, 0, 2}, {3, 0, 3}, 1e-4, Layout{1, 0});
 }
 
+// Each stage reads only its own part: a damaged part of stage 1 must make
+// every rank fall back to the checkpoint before, together.
+TEST(TrainerReshard, ADamagedPartMakesEveryRankFallBackTogether) {
+  const std::string base = ::testing::TempDir() + "paisoar_reshard_part_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  auto c = reshard_config(base, {2, 0, 2});
+  c.train.max_steps = 6;
+  fit_ranks(c, 2);
+  const std::string part = base + "/checkpoints/parts-000000000006/p1-t0/part.safetensors";
+  {
+    std::fstream f(part, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-5, std::ios::end);
+    const char byte = static_cast<char>(f.get() ^ 0x01);
+    f.seekp(-5, std::ios::end);
+    f.put(byte);
+  }
+  c.train.max_steps = 8;
+  ::testing::internal::CaptureStderr();
+  const auto results = fit_ranks(c, 2);
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  for (const auto& r : results) {
+    EXPECT_NE(r.resumed_from.find("step-000000000003"), std::string::npos) << r.resumed_from;
+    EXPECT_EQ(r.global_step, 8);
+  }
+  EXPECT_NE(warnings.find("p1-t0/part.safetensors"), std::string::npos) << warnings;
+  std::filesystem::remove_all(base);
+}
+
 TEST(TrainerReshard, AnotherBatchSizeIsRefused) {
   const std::string base = ::testing::TempDir() + "paisoar_reshard_batch_" + std::to_string(::getpid());
   std::filesystem::remove_all(base);

@@ -62,6 +62,10 @@ class CheckpointManager {
   // The directory's checkpoints, oldest first.
   std::vector<CheckpointFile> list() const;
 
+  // Warns on stderr about each step-named entry that is not a regular file
+  // (a dangling link, a directory): list() leaves them out.
+  void warn_unusable_entries() const;
+
   const CheckpointOptions& options() const { return options_; }
 
  private:
