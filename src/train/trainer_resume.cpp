@@ -1,0 +1,326 @@
+// Trainer checkpoints, the resume side: which checkpoint every rank can use
+// (newest_checkpoint, reading the model state in full first), what is wrong
+// with one (checkpoint_problems, for verify too), and its state put back
+// into whatever layout this run has (restore_trainer_state,
+// read_model_state), resharding through zero::detail::ShardSet.
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+#include "paisoar/checkpoint/file_manifest.h"
+#include "paisoar/checkpoint/training_state.h"
+#include "paisoar/comm/agreement.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/error.h"
+#include "paisoar/format/safetensors.h"
+#include "paisoar/zero/sharded_checkpoint.h"
+#include "src/train/checkpoint_metadata.h"
+#include "src/train/trainer_checkpoint.h"
+
+namespace paisoar::train {
+
+using detail::damaged_metadata;
+using detail::metadata_double;
+using detail::metadata_int;
+using detail::metadata_text;
+using detail::named_step_dir;
+
+namespace {
+
+std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, const std::string& prefix) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [key, value] : in) {
+    if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
+  }
+  return out;
+}
+
+// The parts of a pipeline-parallel checkpoint (<dir>/p<stage>-t0/, whole or
+// ZeRO shards) as one model, stage after stage. Throws c10::Error when the
+// model was also split by tensor parallelism (t1 and up), which is not
+// joined yet.
+zero::detail::ShardSet whole_of_parts(const std::string& dir) {
+  std::map<int, std::string> stages;
+  std::error_code ec;
+  const std::regex pattern(R"(p(\d{1,6})-t(\d{1,6}))");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    if (m[2] != "0") {
+      C10_THROW_ERROR(Error, dir + " holds a model split by tensor parallelism (" + name +
+                               "); a run without it cannot join the shards yet: resume with the parallel: settings "
+                               "it was written with");
+    }
+    stages[std::stoi(m[1])] = entry.path().string();
+  }
+  if (stages.empty()) C10_THROW_ERROR(Error, dir + " holds no part (p<stage>-t<shard>/)");
+  zero::detail::ShardSet whole;
+  for (const auto& [stage, part] : stages) {
+    if (std::filesystem::exists(part + "/" + kPartFile, ec)) {
+      zero::detail::append_part(whole, zero::detail::shard_set_of_whole(format::load_safetensors(part + "/" + kPartFile), {}));
+    } else {
+      zero::detail::append_part(whole, zero::detail::read_shard_set(part));
+    }
+  }
+  return whole;
+}
+
+// Puts a checkpoint's model state (ZeRO shards, or one whole-model file)
+// into this rank's model and optimizer, resharding between the two forms
+// when the run's layout is the other one.
+void read_model_state(const TrainerState& state, const zero::detail::ShardSet* shards,
+                      const format::TensorFile* whole) {
+  if (shards) {
+    if (state.zero) {
+      zero::detail::load_shard_set(*state.zero, *shards);
+    } else {
+      checkpoint::restore_training_state({state.model, state.optimizer, false},
+                                         zero::detail::whole_of_shard_set(*shards, *state.model, *state.optimizer));
+    }
+  } else if (state.zero) {
+    zero::load_whole(*state.zero, *whole);
+  } else {
+    checkpoint::restore_training_state({state.model, state.optimizer, false}, *whole);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager::Loaded& loaded,
+                                             const std::string& root, bool checksums) {
+  const auto& c = loaded.checkpoint;
+  std::vector<std::string> problems;
+  if (!c.metadata.count(format::kDataCrcKey) || !c.metadata.count(format::kHeaderCrcKey)) {
+    problems.push_back(std::string("it has no CRC-32s ('") + format::kDataCrcKey + "', '" + format::kHeaderCrcKey +
+                       "'): it was not written by paisoar's Trainer or they were removed, so it cannot be checked");
+    return problems;
+  }
+  try {
+    const int64_t step = metadata_int(c, "train.step", 0);
+    if (step != loaded.step) {
+      problems.push_back("its metadata says train.step " + std::to_string(step) + " but its name says step " +
+                         std::to_string(loaded.step) + ": it was renamed or damaged");
+    }
+    std::string dir = named_step_dir(c, kPartsKey, "parts");
+    if (dir.empty()) dir = named_step_dir(c, kShardKey, "zero");
+    const auto files = checkpoint::parse_file_manifest(metadata_text(c, checkpoint::kFilesKey), c.source);
+    if (dir.empty()) {
+      for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
+    } else {
+      for (auto& p : checkpoint::check_files(root, dir, files, checksums)) problems.push_back(std::move(p));
+    }
+  } catch (const c10::Error& e) {
+    problems.push_back(e.what_without_backtrace());
+  }
+  return problems;
+}
+
+namespace {
+
+// Refuses (c10::Error, so load_latest falls back to an older one) a step file
+// that the Trainer cannot trust (checkpoint_problems, without reading the
+// listed files' bytes: their own CRCs are checked as they load).
+void check_resumable(const checkpoint::CheckpointManager::Loaded& loaded, const std::string& root) {
+  const auto problems = checkpoint_problems(loaded, root, false);
+  if (problems.empty()) return;
+  std::string list;
+  for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
+  C10_THROW_ERROR(Error, loaded.checkpoint.source + ": " + list + "; it is incomplete or was changed");
+}
+
+}  // namespace
+
+namespace {
+
+// The checkpoint `file` as a resume would use it on this rank (see
+// newest_checkpoint). Throws when it cannot.
+ResumeSource read_source(const checkpoint::CheckpointFile& file, const std::string& root,
+                         const std::string& part_name, const std::string& part_layout) {
+  ResumeSource source;
+  source.step_file = {file.step, format::load_safetensors(file.path)};
+  check_resumable(source.step_file, root);
+  const auto& c = source.step_file.checkpoint;
+  const std::string parts = named_step_dir(c, kPartsKey, "parts");
+  const auto written = c.metadata.find(kPartLayoutKey);
+  const bool own_part = !parts.empty() && !part_name.empty() && written != c.metadata.end() &&
+                        written->second == part_layout;
+  source.whole_model = !part_name.empty() && !own_part;
+  if (own_part) {
+    const std::string dir = root + "/" + parts + "/" + part_name;
+    std::error_code ec;
+    if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
+      source.part_file = format::load_safetensors(dir + "/" + kPartFile);
+    } else {
+      source.shards = zero::detail::read_shard_set(dir);
+    }
+  } else if (!parts.empty()) {
+    source.shards = whole_of_parts(root + "/" + parts);  // every part: the whole model
+  } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
+    source.shards = zero::detail::read_shard_set(root + "/" + shards);
+  }
+  return source;
+}
+
+}  // namespace
+
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
+                                              const std::string& part_name, const std::string& part_layout,
+                                              const std::shared_ptr<comm::Communicator>& comm) {
+  const std::string root = manager.options().dir;
+  manager.warn_unusable_entries();
+  std::vector<checkpoint::CheckpointFile> files = manager.list();
+  std::reverse(files.begin(), files.end());  // newest first
+  if (comm) {
+    // The ranks try the same checkpoints in the same order, or none.
+    const double n = static_cast<double>(files.size()), newest = files.empty() ? -1.0 : files[0].step;
+    auto seen = torch::tensor({n, newest, -n, -newest}, torch::kDouble);
+    comm->allreduce(seen, comm::ReduceOp::Max).wait();
+    if (seen[0].item<double>() != -seen[2].item<double>() || seen[1].item<double>() != -seen[3].item<double>()) {
+      C10_THROW_ERROR(Error, "the ranks see different checkpoints in checkpoint.dir '" + root + "' (rank " +
+                               std::to_string(comm->rank()) + ": " + std::to_string(files.size()) +
+                               ", the newest at step " + std::to_string(static_cast<int64_t>(newest)) +
+                               "): give every node the same checkpoint.dir (a shared file system)");
+    }
+  }
+  std::string newest_error;
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::optional<ResumeSource> source;
+    std::string error;
+    try {
+      source = read_source(files[i], root, part_name, part_layout);
+    } catch (const std::exception& e) {
+      error = error_text(e);
+    }
+    // A checkpoint is taken by every rank or by none (each reads its own part).
+    if (!(comm ? comm::any_rank(comm, !error.empty()) : !error.empty())) return source;
+    const std::string why = error.empty() ? "another rank cannot use it (its warning says why)" : error;
+    if (newest_error.empty()) newest_error = why;
+    if (!error.empty() || !comm || comm->rank() == 0) {
+      std::cerr << "warning: skipping checkpoint '" << files[i].path << "': " << why
+                << (i + 1 < files.size() ? "; falling back to '" + files[i + 1].path + "'" : std::string())
+                << std::endl;
+    }
+  }
+  if (!files.empty()) {
+    C10_THROW_ERROR(Error, "none of the " + std::to_string(files.size()) + " checkpoints in '" + root +
+                             "' can be used (the newest: " + newest_error +
+                             "); remove them to start from scratch, or point checkpoint.dir elsewhere");
+  }
+  return std::nullopt;
+}
+
+std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
+                                                 const TrainerState& state, const BatchShape& batch,
+                                                 const std::shared_ptr<comm::Communicator>& comm) {
+  const int64_t step = newest ? newest->step_file.step : 0;  // check_resumable: train.step is the name's
+  // Every rank must resume from the same step (a node without the checkpoint
+  // directory would start over and the ranks' collectives would not pair up).
+  auto steps = torch::tensor({static_cast<double>(step), -static_cast<double>(step)}, torch::kDouble);
+  comm->allreduce(steps, comm::ReduceOp::Max).wait();
+  if (steps[0].item<double>() != -steps[1].item<double>()) {
+    C10_THROW_ERROR(Error, "ranks resume from different steps (" + std::to_string(-steps[1].item<int64_t>()) +
+                             " to " + std::to_string(steps[0].item<int64_t>()) + "); rank " +
+                             std::to_string(comm->rank()) + " is at " + std::to_string(step) +
+                             ": give every node the same checkpoint.dir (a shared file system)");
+  }
+  if (!newest) return std::nullopt;
+  const auto& c = newest->step_file.checkpoint;
+  const int64_t saved_batch = metadata_int(c, "train.batch_size", 1);
+  if (saved_batch != batch.batch_size) {
+    C10_THROW_ERROR(Error, c.source + ": metadata 'train.batch_size' is " + std::to_string(saved_batch) +
+                             ", this run's train.batch_size is " + std::to_string(batch.batch_size) +
+                             ": a resume continues the sample order, the step count and the LR schedule only at the "
+                             "batch size they were made with; set train.batch_size: " + std::to_string(saved_batch) +
+                             " (any number of ranks or grad_accumulation), or point checkpoint.dir elsewhere to "
+                             "start over");
+  }
+  const int64_t samples = metadata_int(c, "train.loader_samples", 0);
+  if (samples % batch.micro_batch_samples != 0) {
+    C10_THROW_ERROR(Error, c.source + ": metadata 'train.loader_samples' is " + std::to_string(samples) +
+                             ", not a whole number of this run's micro-batches of " +
+                             std::to_string(batch.micro_batch_samples) + " samples over all ranks; resume with the "
+                             "train.grad_accumulation it was written with");
+  }
+  ResumePoint point;
+  point.step = step;
+  point.loader = {metadata_int(c, "train.loader_epoch", 0), samples / batch.micro_batch_samples};
+  if (point.loader.epoch * batch.steps_per_epoch + samples / batch.batch_size != step) {
+    C10_THROW_ERROR(Error, c.source + ": its loader position (metadata 'train.loader_epoch' " +
+                             std::to_string(point.loader.epoch) + ", 'train.loader_samples' " +
+                             std::to_string(samples) + ") is not where step " + std::to_string(step) +
+                             " falls in this run's epochs of " + std::to_string(batch.steps_per_epoch) +
+                             " steps: the training data (data.train_limit, data.path) is not the one it was written "
+                             "with, or the file is damaged; resume with the same data, or point checkpoint.dir "
+                             "elsewhere to start over");
+  }
+  point.epoch_loss_sum = metadata_double(c, "train.epoch_loss_sum");
+  point.epoch_steps = metadata_int(c, "train.epoch_steps", 0);
+  point.path = c.source;
+
+  const std::string parts = named_step_dir(c, kPartsKey, "parts");
+  const auto tensor_width = [](const std::string& layout) {
+    const size_t at = layout.find("x tensor ");
+    return at == std::string::npos ? std::string("1") : layout.substr(at + 9);
+  };
+  const std::string written = parts.empty() ? "pipeline 1 x tensor 1" : metadata_text(c, kPartLayoutKey);
+  if (!state.part_name.empty() && written != state.part_layout &&
+      (tensor_width(written) != "1" || tensor_width(state.part_layout) != "1")) {
+    C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
+                             state.part_layout + ", and tensor-parallel shards cannot be resharded yet. Resume "
+                             "with the parallel: settings it was written with, or point checkpoint.dir elsewhere "
+                             "to start over");
+  }
+  const zero::detail::ShardSet* shards = newest->shards ? &*newest->shards : nullptr;
+  std::optional<zero::detail::ShardSet> part;  // this rank's part, cut from the whole model
+  std::string error;
+  try {
+    if (newest->whole_model) {
+      part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
+      zero::detail::keep_part(*part, zero::detail::names_of(*state.whole_model),
+                              zero::detail::names_of(*state.model));
+      shards = &*part;
+    }
+    read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);
+  } catch (const std::exception& e) {
+    error = "cannot resume from " + c.source +
+            (shards ? " (its model state in " + shards->dir + ")" : std::string()) + ": " + error_text(e);
+  }
+  // A part that does not fit fails on its stage's ranks only: every rank
+  // stops here, none goes on to wait for it in the first step.
+  if (comm::any_rank(comm, !error.empty())) {
+    C10_THROW_ERROR(Error, !error.empty() ? error : "another rank cannot resume from " + c.source +
+                                                        " (its error says why)");
+  }
+  checkpoint::restore_training_state({nullptr, nullptr, true}, c);
+  state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
+  state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
+  return point;
+}
+
+std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional<ResumeSource>& newest) {
+  if (!newest) return std::nullopt;
+  const auto& c = newest->step_file.checkpoint;
+  const auto it = c.metadata.find(kBoundsKey);
+  if (it == c.metadata.end()) return std::nullopt;
+  std::vector<int> bounds;
+  std::stringstream text(it->second);
+  std::string item;
+  while (std::getline(text, item, ',')) {
+    try {
+      bounds.push_back(std::stoi(item));
+    } catch (const std::logic_error&) {
+      damaged_metadata(c, kBoundsKey, "not a list of layer indices");
+    }
+  }
+  return bounds;
+}
+
+}  // namespace paisoar::train
