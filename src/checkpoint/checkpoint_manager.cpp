@@ -147,16 +147,13 @@ void CheckpointManager::warn_unusable_entries() const {
   }
 }
 
-std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(
-    const std::function<void(const Loaded&)>& accept) const {
+std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest() const {
   warn_unusable_entries();
   const std::vector<CheckpointFile> files = list();
   std::string newest_error;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
-      Loaded loaded{it->step, format::load_safetensors(it->path)};
-      if (accept) accept(loaded);
-      return loaded;
+      return Loaded{it->step, format::load_safetensors(it->path)};
     } catch (const c10::Error& e) {
       if (newest_error.empty()) newest_error = e.what_without_backtrace();
       std::cerr << "warning: skipping checkpoint '" << it->path << "': " << e.what_without_backtrace()

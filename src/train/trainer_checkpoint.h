@@ -2,8 +2,10 @@
 // the optimizer, the CPU RNG, the LR schedule, the loss scaler, the step, the
 // loader's position (in samples) and the epoch's running loss, so a resumed
 // run continues exactly where it stopped, its logged curves included.
-// Where the model and optimizer go depends on the run's layout, and one pair
-// of functions (write and read of "model state") handles every layout:
+// Where the model and optimizer go depends on the run's layout; one save path
+// (capture_save, save_checkpoint: trainer_checkpoint.cpp) and one resume path
+// (newest_checkpoint, restore_trainer_state: trainer_resume.cpp) handle every
+// layout:
 //   whole on every rank (zero.stage 0)  in the step file itself;
 //   ZeRO shards                         <dir>/zero-<12-digit step>/, one file per rank;
 //   model-parallel parts                <dir>/parts-<step>/p<stage>-t<shard>/, each
@@ -13,8 +15,9 @@
 // checkpoint/file_manifest.h). The step file is the commit: a kill in
 // between leaves the previous checkpoint the newest, and a resume takes a
 // checkpoint only when its files are exactly the listed ones.
-// A resume reshards: a whole-model checkpoint resumes under ZeRO (any stage,
-// any number of ranks) and a ZeRO one without it, through zero::ShardSet.
+// A resume reshards through zero::detail::ShardSet: a whole-model checkpoint
+// resumes under ZeRO (any stage, any number of ranks) and a ZeRO one without
+// it, and pipeline splits change (none included); tensor-parallel widths not.
 #pragma once
 
 #include <torch/nn/module.h>

@@ -7,7 +7,6 @@
 #include "paisoar/format/tensor_file.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,13 +50,12 @@ class CheckpointManager {
     int64_t step;
     format::TensorFile checkpoint;  // checkpoint.source is the file's path
   };
-  // The newest checkpoint that loads intact and that `accept` (when given)
-  // does not refuse by throwing c10::Error, or nullopt if the directory holds
-  // none. Each newer file that fails to load or is refused is named in a
-  // warning on stderr with the reason, and so is a step-named entry that is
-  // not a regular file (a dangling link). Throws c10::Error if checkpoints
-  // exist but none loads.
-  std::optional<Loaded> load_latest(const std::function<void(const Loaded&)>& accept = nullptr) const;
+  // The newest checkpoint that loads intact, or nullopt if the directory
+  // holds none. Each newer file that fails to load is named in a warning on
+  // stderr with the reason, and so is a step-named entry that is not a
+  // regular file (a dangling link). Throws c10::Error if checkpoints exist
+  // but none loads.
+  std::optional<Loaded> load_latest() const;
 
   // The directory's checkpoints, oldest first.
   std::vector<CheckpointFile> list() const;
