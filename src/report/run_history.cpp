@@ -80,15 +80,27 @@ void require_numbers(const nlohmann::json& record) {
   }
 }
 
+// run_start's "world_size": an integer that fits an int (1e87 or 2.5 is a
+// field of the wrong type; converting it would be undefined behaviour).
+int world_size_of(const nlohmann::json& record) {
+  const auto it = record.find("world_size");
+  if (it == record.end() || it->is_null()) return 0;
+  const int64_t n = util::json_integer(*it, "\"world_size\"");
+  if (n < 0 || n > std::numeric_limits<int>::max()) {
+    throw util::JsonTextError("\"world_size\" must be a count of ranks, got " + std::to_string(n));
+  }
+  return static_cast<int>(n);
+}
+
 // One record that parsed, by its event. Throws nlohmann::json::exception or
 // util::JsonTextError for a field of the wrong type, before anything changed.
 void take_record(const nlohmann::json& record, const std::string& file, size_t line_number, RunHistory& run,
                  ByStep& steps, ByStep& evals) {
   require_numbers(record);
   const std::string event = record.value("event", "");
-  const int64_t step = record["step"].get<int64_t>();
+  const int64_t step = util::json_integer(record["step"], "\"step\"");
   if (event == "run_start") {
-    const RunStart start{step, record.value("world_size", 0), record.value("time", 0.0),
+    const RunStart start{step, world_size_of(record), record.value("time", 0.0),
                          record.value("config", std::string())};
     const size_t dropped = steps.drop_after(step) + evals.drop_after(step);
     if (dropped > 0) {

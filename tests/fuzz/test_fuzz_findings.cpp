@@ -10,6 +10,7 @@
 #include "paisoar/data/idx.h"
 #include "paisoar/data/record_shards.h"
 #include "paisoar/train/train_config.h"
+#include "src/report/run_history.h"
 #include "tests/support/expect_error.h"
 
 namespace paisoar::testing {
@@ -55,6 +56,23 @@ TEST(FuzzFindings, AManifestWithANumberPastDoublesRangeIsRefusedNamingTheFile) {
   } catch (const data::DataError& e) {
     EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
   }
+}
+
+// A run_start's "world_size" of 1e87 went to json::value<int>, converting a
+// double past int's range (undefined behaviour, found by fuzz_metrics under
+// UBSan); a "step" past 2^63 became a negative step. Both records are now
+// skipped as fields of the wrong type, and the report reads the rest.
+TEST(FuzzFindings, MetricsWithAWorldSizePastIntAreSkippedWithAWarning) {
+  const report::RunHistory run = report::read_run(finding("metrics/world-size-past-int"));
+  EXPECT_TRUE(run.starts.empty());
+  ASSERT_EQ(run.steps.size(), 1u);
+  EXPECT_EQ(run.steps[0]["step"].get<int64_t>(), 1);
+  std::string warnings;
+  for (const auto& w : run.warnings) warnings += w + "\n";
+  EXPECT_NE(warnings.find("metrics.jsonl:1: a record with a field of the wrong type was skipped (\"world_size\""),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("2 records with fields of the wrong type were skipped"), std::string::npos) << warnings;
 }
 
 }  // namespace
