@@ -11,16 +11,23 @@
 # becomes a test in tests/fuzz/test_fuzz_findings.cpp (tests/fuzz/README.md).
 #   scripts/fuzz.sh                  every target, 60 s each, nproc at a time
 #   scripts/fuzz.sh -t 600 image     one target for 10 minutes
+#   scripts/fuzz.sh -s 0 -t 600      ... from a random seed (new ground)
+# The mutations come from a fixed seed (1) unless -s says otherwise, so a run
+# from the committed seeds repeats: CI's run is the first 60 s of the same
+# sequence a longer local run with the same seed went through. -s 0 lets
+# libFuzzer pick one (printed in each log as "Seed: N").
 # Inputs that reached new code stay in build-fuzz/corpus/<reader>/ and seed
 # the next local run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=60
-while getopts "t:" opt; do
+seed=1
+while getopts "t:s:" opt; do
   case $opt in
     t) seconds=$OPTARG ;;
-    *) echo "usage: scripts/fuzz.sh [-t SECONDS_PER_TARGET] [READER...]" >&2; exit 2 ;;
+    s) seed=$OPTARG ;;
+    *) echo "usage: scripts/fuzz.sh [-t SECONDS_PER_TARGET] [-s SEED (0: random)] [READER...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -64,13 +71,13 @@ run_target() {
   [ -f "$dict" ] && extra=(-dict="$dict")
   mkdir -p "$build/corpus/$r" "$build/findings/$r" "$build/logs"
   rm -f "$build/findings/$r"/*
-  "$build/bin/fuzz_$r" -max_total_time="$seconds" -timeout=15 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  "$build/bin/fuzz_$r" -seed="$seed" -max_total_time="$seconds" -timeout=15 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/findings/$r/" "${extra[@]}" \
     "$build/corpus/$r" "$seeds" >"$build/logs/$r.log" 2>&1 || status=$?
   echo "$status" >"$build/logs/$r.status"
 }
 
-echo "fuzz: ${readers[*]}: ${seconds} s each, $jobs at a time"
+echo "fuzz: ${readers[*]}: ${seconds} s each, $jobs at a time, seed $seed"
 for r in "${readers[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
   run_target "$r" &
