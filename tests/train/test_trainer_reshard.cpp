@@ -1,8 +1,8 @@
 // Resuming on another layout, end to end with thread-ranks: a run stopped at
 // step 8 resumes from its step-6 checkpoint on another number of ranks or
 // another ZeRO stage, with the same global batch, and continues the run that
-// was never stopped: the same sample order (the loader's position is saved in
-// samples), the same logged loss at every step (the epoch's running mean over
+// was never stopped: the same samples at every step (the loader's position is
+// saved in samples; checked on the inputs the model was fed), the same logged loss at every step (the epoch's running mean over
 // all ranks, carried by the checkpoint) and the same parameters at the end,
 // within fp32 reduction-order tolerance (other ranks sum in another order,
 // ZeRO reduce-scatters where DDP allreduces). A resume with another
@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "paisoar/train/trainer.h"
 #include "tests/support/expect_error.h"
@@ -75,6 +77,45 @@ std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world
   return results;
 }
 
+// What the model was fed at each step, over all ranks: every input row's
+// bytes, hashed, sorted. Equal lists mean the same samples, with the same
+// augmentation, in the same steps (a sample id is not in the inputs; its
+// bytes identify it and its augmentation together).
+class InputsSeen {
+ public:
+  // Wraps the task's forward (records its rows) and on_step (files them).
+  void watch(int rank, train::TrainTask& task) {
+    task.forward = [this, rank, forward = task.forward](const torch::Tensor& x) {
+      const torch::Tensor rows = x.detach().to(torch::kCPU).contiguous().reshape({x.size(0), -1});
+      {  // not held across forward: ZeRO-3's forward gathers from the other ranks
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (int64_t i = 0; i < rows.size(0); ++i) {
+          const auto row = rows[i];
+          pending_[rank].push_back(std::hash<std::string_view>()(
+              std::string_view(static_cast<const char*>(row.data_ptr()), row.nbytes())));
+        }
+      }
+      return forward(x);
+    };
+    task.on_step = [this, rank, on_step = task.on_step](int64_t step) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& seen = by_step_[step];
+        seen.insert(seen.end(), pending_[rank].begin(), pending_[rank].end());
+        std::sort(seen.begin(), seen.end());
+        pending_[rank].clear();
+      }
+      if (on_step) on_step(step);
+    };
+  }
+  const std::map<int64_t, std::vector<size_t>>& by_step() const { return by_step_; }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::vector<size_t>> pending_;
+  std::map<int64_t, std::vector<size_t>> by_step_;
+};
+
 // The logged loss of each step in run_dir/metrics.jsonl (a resumed run's
 // records follow the stopped one's: the last record of a step wins).
 std::map<int64_t, double> logged_losses(const std::string& run_dir) {
@@ -97,7 +138,10 @@ void expect_resume_continues(const Layout& before, const Layout& after, double t
   std::filesystem::remove_all(base);
   const Layout reference = straight_layout.value_or(before);
   const auto straight_config = reshard_config(base + "/straight", reference);
-  const auto straight = train_with(straight_config, reference.ranks).first;
+  InputsSeen straight_inputs, resumed_inputs;
+  const auto straight = train_with(straight_config, reference.ranks, nullptr, paisoar::testing::DataSource::Synthetic,
+                                   [&](int rank, train::TrainTask& task) { straight_inputs.watch(rank, task); })
+                            .first;
 
   const auto stopped_config = reshard_config(base + "/resumed", before);
   EXPECT_THROW(train_with(stopped_config, before.ranks, [](int64_t step) {
@@ -105,10 +149,20 @@ void expect_resume_continues(const Layout& before, const Layout& after, double t
                }),
                std::runtime_error);
   if (after.pipeline == 1) {
-    const auto [resumed, result] = train_with(reshard_config(base + "/resumed", after), after.ranks);
+    const auto [resumed, result] =
+        train_with(reshard_config(base + "/resumed", after), after.ranks, nullptr,
+                   paisoar::testing::DataSource::Synthetic,
+                   [&](int rank, train::TrainTask& task) { resumed_inputs.watch(rank, task); });
     EXPECT_NE(result.resumed_from.find("step-000000000006"), std::string::npos) << result.resumed_from;
     EXPECT_EQ(result.global_step, 20);
     expect_close(straight, resumed, tolerance);
+    // The same samples at every step after the resume (steps 7..20).
+    ASSERT_EQ(resumed_inputs.by_step().size(), 14u);
+    for (const auto& [step, rows] : resumed_inputs.by_step()) {
+      ASSERT_TRUE(straight_inputs.by_step().count(step)) << "step " << step;
+      EXPECT_EQ(rows.size(), 64u) << "step " << step;
+      EXPECT_TRUE(rows == straight_inputs.by_step().at(step)) << "step " << step << " was fed other samples";
+    }
   } else {  // each rank trains its stage only: the logged loss (below) speaks for all of them
     const auto results = fit_ranks(reshard_config(base + "/resumed", after), after.ranks);
     for (const auto& r : results) {

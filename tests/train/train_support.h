@@ -58,9 +58,11 @@ inline paisoar::train::TrainTask synthetic_task(
 enum class DataSource { Synthetic, FashionMnist };
 
 // Trains with `world` thread-ranks; returns rank 0's parameters and result.
+// `prepare`, when given, sees each rank's task last, before it is trained.
 inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_with(
     const paisoar::train::TrainConfig& c, int world, std::function<void(int64_t)> on_step = nullptr,
-    DataSource data = DataSource::Synthetic) {
+    DataSource data = DataSource::Synthetic,
+    std::function<void(int rank, paisoar::train::TrainTask&)> prepare = nullptr) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<std::vector<torch::Tensor>> params(world);
   std::vector<paisoar::train::TrainResult> results(world);
@@ -71,6 +73,7 @@ inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_
       task = data == DataSource::Synthetic ? synthetic_task(c) : paisoar::train::make_task(c);
     }
     task.on_step = on_step;
+    if (prepare) prepare(rank, task);
     results[rank] = paisoar::train::Trainer(c, comm).fit(task);
     for (const auto& p : task.model->parameters()) params[rank].push_back(p.detach().clone());
   });
