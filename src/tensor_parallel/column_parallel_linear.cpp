@@ -31,6 +31,12 @@ torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   return options_.gather_output ? gather_from_region(y, group_) : y;
 }
 
+std::vector<std::pair<std::string, ParameterSplit>> ColumnParallelLinearImpl::parameter_splits() const {
+  std::vector<std::pair<std::string, ParameterSplit>> splits = {{"weight", {0, options_.fused_parts}}};
+  if (options_.bias) splits.push_back({"bias", {0, options_.fused_parts}});
+  return splits;
+}
+
 void ColumnParallelLinearImpl::load_full(const torch::nn::Linear& full) {
   TORCH_CHECK(full->weight.size(0) == out_features_ && full->weight.size(1) == in_features_,
               "ColumnParallelLinear::load_full: the full layer is ", full->weight.size(1), " -> ",

@@ -29,6 +29,10 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   return bias.defined() ? y + bias : y;
 }
 
+std::vector<std::pair<std::string, ParameterSplit>> RowParallelLinearImpl::parameter_splits() const {
+  return {{"weight", {1, 1}}};  // the bias is whole on every rank
+}
+
 void RowParallelLinearImpl::load_full(const torch::nn::Linear& full) {
   TORCH_CHECK(full->weight.size(0) == out_features_ && full->weight.size(1) == in_features_,
               "RowParallelLinear::load_full: the full layer is ", full->weight.size(1), " -> ",

@@ -2,6 +2,8 @@
 // made of several fused blocks) and gathering them back.
 #include "paisoar/tensor_parallel/sharding.h"
 
+#include <algorithm>
+#include <cctype>
 #include <vector>
 
 namespace paisoar::tensor_parallel {
@@ -42,6 +44,51 @@ torch::Tensor gather_shards(const torch::Tensor& shard, int64_t dim, comm::Commu
     for (const auto& r : ranks) ordered.push_back(r.chunk(parts, dim)[p]);
   }
   return torch::cat(ordered, dim);
+}
+
+torch::Tensor join_shards(const std::vector<torch::Tensor>& shards, int64_t dim, int64_t parts) {
+  TORCH_CHECK(!shards.empty(), "join_shards: no shard");
+  dim = dim < 0 ? dim + shards[0].dim() : dim;
+  std::vector<torch::Tensor> ordered;
+  for (int64_t p = 0; p < parts; ++p) {
+    for (const auto& s : shards) {
+      TORCH_CHECK(s.dim() > dim && s.size(dim) % parts == 0, "join_shards: a shard of shape ", s.sizes(),
+                  " is not ", parts, " equal parts along dimension ", dim);
+      ordered.push_back(s.chunk(parts, dim)[p]);
+    }
+  }
+  return torch::cat(ordered, dim);
+}
+
+std::map<std::string, ParameterSplit> parameter_splits(const torch::nn::Module& model) {
+  std::map<std::string, ParameterSplit> splits;
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    const auto* layer = dynamic_cast<const SplitLayer*>(item.value().get());
+    if (!layer) continue;
+    for (const auto& [name, split] : layer->parameter_splits()) {
+      splits[item.key().empty() ? name : item.key() + "." + name] = split;
+    }
+  }
+  return splits;
+}
+
+std::string split_text(const ParameterSplit& split) {
+  return std::to_string(split.dim) + (split.parts == 1 ? "" : "/" + std::to_string(split.parts));
+}
+
+ParameterSplit parse_split(const std::string& text, const std::string& what) {
+  const size_t slash = text.find('/');
+  const auto number = [&](const std::string& digits, int64_t low) {
+    const bool ok = !digits.empty() && digits.size() <= 6 &&
+                    std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+    TORCH_CHECK(ok && std::stoll(digits) >= low, what, " is '", text,
+                "', not a split (\"<dim>\" or \"<dim>/<parts>\"); the file is damaged");
+    return static_cast<int64_t>(std::stoll(digits));
+  };
+  ParameterSplit split;
+  split.dim = number(text.substr(0, slash), 0);
+  if (slash != std::string::npos) split.parts = number(text.substr(slash + 1), 1);
+  return split;
 }
 
 }  // namespace paisoar::tensor_parallel

@@ -31,6 +31,10 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
   return reduce_from_region(partial, group_);
 }
 
+std::vector<std::pair<std::string, ParameterSplit>> VocabParallelEmbeddingImpl::parameter_splits() const {
+  return {{"weight", {0, 1}}};
+}
+
 void VocabParallelEmbeddingImpl::load_full(const torch::nn::Embedding& full) {
   TORCH_CHECK(full->weight.size(0) == num_embeddings_ && full->weight.size(1) == embedding_dim_,
               "VocabParallelEmbedding::load_full: the full table is ", full->weight.sizes(),

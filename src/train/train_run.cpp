@@ -135,6 +135,8 @@ TrainerState TrainRun::trainer_state() {
     state.part_name = part_name_of(mesh_);
     state.part_layout = part_layout_of(config_);
     state.whole_model = task_.layers.ptr().get();
+    state.tensor_rank = mesh_->tensor_rank();
+    state.tensor_size = config_.parallel.tensor;
     if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
   }
   return state;

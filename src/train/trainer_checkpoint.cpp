@@ -29,6 +29,7 @@
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/zero/sharded_checkpoint.h"
+#include "src/train/tensor_split_state.h"
 
 namespace paisoar::train {
 namespace {
@@ -109,13 +110,17 @@ SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProg
     if (kind == "parts") metadata[kPartLayoutKey] = state.part_layout;
     if (!state.pipeline_bounds.empty()) metadata[kBoundsKey] = state.pipeline_bounds;
     in_step_file = {nullptr, nullptr, true};
+    // A part's files say which of its parameters are tensor-parallel shards.
+    format::Metadata part_metadata = kind == "parts" ? split_metadata(*state.model) : format::Metadata{};
+    part_metadata["train.step"] = std::to_string(step);
     if (state.zero) {
-      auto shard = zero::capture_shard(*state.zero, {{"train.step", std::to_string(step)}});  // collective
+      auto shard = zero::capture_shard(*state.zero, part_metadata);  // collective
       snapshot.model_file = dir + "/" + shard.name;
       snapshot.model_state = std::move(shard.content);
     } else if (state.part_group->rank() == 0) {
       snapshot.model_file = dir + "/" + kPartFile;
-      snapshot.model_state = checkpoint::capture_training_state({state.model, state.optimizer, false});
+      snapshot.model_state =
+          checkpoint::capture_training_state({state.model, state.optimizer, false}, std::move(part_metadata));
     }
   }
   snapshot.step_file = checkpoint::capture_training_state(in_step_file, std::move(metadata));

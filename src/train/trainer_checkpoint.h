@@ -69,8 +69,12 @@ struct TrainerState {
   // rank's part, written to <dir>/parts-<step>/<part_name>/. "" : the model
   // is whole on every rank.
   std::string part_name;
-  std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; a resume reshards pipeline splits, not tensor widths
-  torch::nn::Module* whole_model = nullptr;  // with a pipeline: all its layers, of which `model` is this rank's
+  std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; another layout is resharded on resume
+  // All the layers (this rank's tensor shards of them), of which `model` is
+  // this rank's stage; with parallel.tensor, this rank's place in its group.
+  torch::nn::Module* whole_model = nullptr;
+  int tensor_rank = 0;
+  int tensor_size = 1;
   std::string pipeline_bounds;  // the stages' first layers and the end, "0,2,3"; kept so a resume cuts alike
 };
 

@@ -20,9 +20,11 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/error.h"
 #include "paisoar/format/safetensors.h"
+#include "paisoar/tensor_parallel/sharding.h"
 #include "paisoar/zero/sharded_checkpoint.h"
 #include "src/train/checkpoint_metadata.h"
 #include "src/train/trainer_checkpoint.h"
+#include "src/train/tensor_split_state.h"
 
 namespace paisoar::train {
 
@@ -42,33 +44,41 @@ std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, 
   return out;
 }
 
-// The parts of a pipeline-parallel checkpoint (<dir>/p<stage>-t0/, whole or
-// ZeRO shards) as one model, stage after stage. Throws c10::Error when the
-// model was also split by tensor parallelism (t1 and up), which is not
-// joined yet.
+// One part directory (<dir>/p<stage>-t<shard>/) as a ShardSet: its
+// part.safetensors, or its ZeRO shards.
+zero::detail::ShardSet read_part(const std::string& part) {
+  std::error_code ec;
+  if (std::filesystem::exists(part + "/" + kPartFile, ec)) {
+    return zero::detail::shard_set_of_whole(format::load_safetensors(part + "/" + kPartFile), {});
+  }
+  return zero::detail::read_shard_set(part);
+}
+
+// The parts of a model-parallel checkpoint (<dir>/p<stage>-t<shard>/, whole
+// or ZeRO shards) as one model: each stage's tensor-parallel shards joined,
+// the stages one after another. Throws c10::Error when a stage lacks a shard.
 zero::detail::ShardSet whole_of_parts(const std::string& dir) {
-  std::map<int, std::string> stages;
+  std::map<int, std::map<int, std::string>> stages;  // stage -> tensor rank -> directory
   std::error_code ec;
   const std::regex pattern(R"(p(\d{1,6})-t(\d{1,6}))");
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, m, pattern)) continue;
-    if (m[2] != "0") {
-      C10_THROW_ERROR(Error, dir + " holds a model split by tensor parallelism (" + name +
-                               "); a run without it cannot join the shards yet: resume with the parallel: settings "
-                               "it was written with");
-    }
-    stages[std::stoi(m[1])] = entry.path().string();
+    if (std::regex_match(name, m, pattern)) stages[std::stoi(m[1])][std::stoi(m[2])] = entry.path().string();
   }
   if (stages.empty()) C10_THROW_ERROR(Error, dir + " holds no part (p<stage>-t<shard>/)");
   zero::detail::ShardSet whole;
-  for (const auto& [stage, part] : stages) {
-    if (std::filesystem::exists(part + "/" + kPartFile, ec)) {
-      zero::detail::append_part(whole, zero::detail::shard_set_of_whole(format::load_safetensors(part + "/" + kPartFile), {}));
-    } else {
-      zero::detail::append_part(whole, zero::detail::read_shard_set(part));
+  for (const auto& [stage, shards] : stages) {
+    std::vector<zero::detail::ShardSet> parts;
+    for (const auto& [t, part] : shards) {
+      if (t != static_cast<int>(parts.size())) {
+        C10_THROW_ERROR(Error, dir + " lacks p" + std::to_string(stage) + "-t" + std::to_string(parts.size()) +
+                                 "/ (stage " + std::to_string(stage) + "'s tensor-parallel shard " +
+                                 std::to_string(parts.size()) + "); the checkpoint is incomplete");
+      }
+      parts.push_back(read_part(part));
     }
+    zero::detail::append_part(whole, join_tensor_shards(std::move(parts)));
   }
   return whole;
 }
@@ -265,27 +275,19 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   point.epoch_steps = metadata_int(c, "train.epoch_steps", 0);
   point.path = c.source;
 
-  const std::string parts = named_step_dir(c, kPartsKey, "parts");
-  const auto tensor_width = [](const std::string& layout) {
-    const size_t at = layout.find("x tensor ");
-    return at == std::string::npos ? std::string("1") : layout.substr(at + 9);
-  };
-  const std::string written = parts.empty() ? "pipeline 1 x tensor 1" : metadata_text(c, kPartLayoutKey);
-  if (!state.part_name.empty() && written != state.part_layout &&
-      (tensor_width(written) != "1" || tensor_width(state.part_layout) != "1")) {
-    C10_THROW_ERROR(Error, c.source + " was written by a model split as " + written + "; this run splits it as " +
-                             state.part_layout + ", and tensor-parallel shards cannot be resharded yet. Resume "
-                             "with the parallel: settings it was written with, or point checkpoint.dir elsewhere "
-                             "to start over");
-  }
   const zero::detail::ShardSet* shards = newest->shards ? &*newest->shards : nullptr;
   std::optional<zero::detail::ShardSet> part;  // this rank's part, cut from the whole model
   std::string error;
   try {
     if (newest->whole_model) {
       part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
-      zero::detail::keep_part(*part, zero::detail::names_of(*state.whole_model),
-                              zero::detail::names_of(*state.model));
+      const zero::detail::ModelNames whole = zero::detail::names_of(*state.whole_model);
+      if (state.tensor_size > 1) {  // the whole parameters, cut into this rank's tensor-parallel shards
+        const auto splits = tensor_parallel::parameter_splits(*state.whole_model);
+        zero::detail::match_names(*part, whole_shapes(whole, splits, state.tensor_size));
+        cut_tensor_shard(*part, splits, state.tensor_rank, state.tensor_size);
+      }
+      zero::detail::keep_part(*part, whole, zero::detail::names_of(*state.model));
       shards = &*part;
     }
     read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);

@@ -1,6 +1,6 @@
 // Resuming on another layout, end to end with thread-ranks: a run stopped at
 // step 8 resumes from its step-6 checkpoint on another number of ranks or
-// another ZeRO stage, with the same global batch, and continues the run that
+// another ZeRO stage or model-parallel split, with the same global batch, and continues the run that
 // was never stopped: the same samples at every step (the loader's position is
 // saved in samples; checked on the inputs the model was fed), the same logged loss at every step (the epoch's running mean over
 // all ranks, carried by the checkpoint) and the same parameters at the end,
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,9 +37,10 @@ struct Layout {
   int ranks;
   int64_t zero_stage;
   int64_t pipeline = 1;
+  int64_t tensor = 1;
   std::string name() const {
     return std::to_string(ranks) + " ranks, zero.stage " + std::to_string(zero_stage) + ", pipeline " +
-           std::to_string(pipeline);
+           std::to_string(pipeline) + ", tensor " + std::to_string(tensor);
   }
 };
 
@@ -57,12 +59,15 @@ train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layo
   c.checkpoint.resume = true;
   c.zero.stage = layout.zero_stage;
   c.parallel.pipeline = layout.pipeline;
+  c.parallel.tensor = layout.tensor;
   if (layout.pipeline > 1) c.parallel.micro_batches = 4;
   return c;
 }
 
-// Every rank's result of fitting the zoo's task on `world` thread-ranks.
-std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world) {
+// Every rank's result of fitting the zoo's task on `world` thread-ranks
+// (any parallel: layout; `on_step` as TrainTask's).
+std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world,
+                                          std::function<void(int64_t)> on_step = nullptr) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<train::TrainResult> results(static_cast<size_t>(world));
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
@@ -72,6 +77,7 @@ std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world
       std::lock_guard<std::mutex> lock(seed_mutex);
       task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
     }
+    task.on_step = on_step;
     results[static_cast<size_t>(rank)] = trainer.fit(task);
   });
   return results;
@@ -144,11 +150,12 @@ void expect_resume_continues(const Layout& before, const Layout& after, double t
                             .first;
 
   const auto stopped_config = reshard_config(base + "/resumed", before);
-  EXPECT_THROW(train_with(stopped_config, before.ranks, [](int64_t step) {
-                 if (step == 8) throw std::runtime_error("simulated crash");
-               }),
-               std::runtime_error);
-  if (after.pipeline == 1) {
+  expect_error_of<std::runtime_error>([&] {
+    fit_ranks(stopped_config, before.ranks, [](int64_t step) {
+      if (step == 8) throw std::runtime_error("simulated crash");
+    });
+  }, {"simulated crash"});
+  if (after.pipeline == 1 && after.tensor == 1) {
     const auto [resumed, result] =
         train_with(reshard_config(base + "/resumed", after), after.ranks, nullptr,
                    paisoar::testing::DataSource::Synthetic,
@@ -163,7 +170,7 @@ void expect_resume_continues(const Layout& before, const Layout& after, double t
       EXPECT_EQ(rows.size(), 64u) << "step " << step;
       EXPECT_TRUE(rows == straight_inputs.by_step().at(step)) << "step " << step << " was fed other samples";
     }
-  } else {  // each rank trains its stage only: the logged loss (below) speaks for all of them
+  } else {  // each rank trains its part only: the logged loss (below) speaks for all of them
     const auto results = fit_ranks(reshard_config(base + "/resumed", after), after.ranks);
     for (const auto& r : results) {
       EXPECT_NE(r.resumed_from.find("step-000000000006"), std::string::npos) << r.resumed_from;
@@ -206,6 +213,21 @@ TEST(TrainerReshard, DdpResumesAsATwoStagePipeline) {
 
 TEST(TrainerReshard, TwoStagesResumeAsThree) {
   expect_resume_continues({2, 0, 2}, {3, 0, 3}, 1e-4, Layout{1, 0});
+}
+
+// Tensor-parallel shards: a 2-way split joined for a run without one, a
+// DDP checkpoint cut for a 2-way split, and 2 stages x 2 shards resharded as
+// one stage of 4 shards. The uninterrupted reference runs on one rank.
+TEST(TrainerReshard, TensorParallelResumesWithoutIt) {
+  expect_resume_continues({2, 0, 1, 2}, {1, 0}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, DdpResumesAsTensorParallel) {
+  expect_resume_continues({2, 0}, {2, 0, 1, 2}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, TwoStagesOfTwoShardsResumeAsFourShards) {
+  expect_resume_continues({4, 0, 2, 2}, {4, 0, 1, 4}, 1e-4, Layout{1, 0});
 }
 
 // Each stage reads only its own part: a damaged part of stage 1 must make

@@ -10,8 +10,8 @@
 
 namespace paisoar::hybrid {
 
-// The parameters of `module` (recursively) that are not a shard of a
-// ColumnParallelLinear, RowParallelLinear or VocabParallelEmbedding, in
+// The parameters of `module` (recursively) that no tensor_parallel::SplitLayer
+// splits (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding), in
 // module->parameters() order.
 std::vector<torch::Tensor> tensor_replicated_parameters(const torch::nn::Module& module);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "paisoar/tensor_parallel/mappings.h"
+#include "paisoar/tensor_parallel/sharding.h"
 
 namespace paisoar::tensor_parallel {
 
@@ -31,7 +32,7 @@ struct ColumnParallelLinearOptions {
 // replicated (the same on every rank); its gradient is the full one.
 // Throws c10::Error naming the sizes when size does not divide out_features
 // (per fused part).
-class ColumnParallelLinearImpl : public torch::nn::Module {
+class ColumnParallelLinearImpl : public torch::nn::Module, public SplitLayer {
  public:
   // Initialises the shard as torch::nn::Linear(in, out) would the full layer
   // (uniform in +-1/sqrt(in_features)); load_full sets it from a full layer.
@@ -43,6 +44,7 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   // its shape or bias does not match this layer's.
   void load_full(const torch::nn::Linear& full);
 
+  std::vector<std::pair<std::string, ParameterSplit>> parameter_splits() const override;
   const Group& group() const { return group_; }
   const ColumnParallelLinearOptions& options() const { return options_; }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "paisoar/tensor_parallel/mappings.h"
+#include "paisoar/tensor_parallel/sharding.h"
 
 namespace paisoar::tensor_parallel {
 
@@ -25,7 +26,7 @@ struct RowParallelLinearOptions {
 // reduce_from_region (allreduce), then the bias, which is whole on every rank
 // and added once, after the sum. The output is replicated.
 // Throws c10::Error naming the sizes when size does not divide in_features.
-class RowParallelLinearImpl : public torch::nn::Module {
+class RowParallelLinearImpl : public torch::nn::Module, public SplitLayer {
  public:
   // Initialises the shard as torch::nn::Linear(in, out) would the full layer
   // (uniform in +-1/sqrt(in_features)); load_full sets it from a full layer.
@@ -37,6 +38,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   // its shape or bias does not match this layer's.
   void load_full(const torch::nn::Linear& full);
 
+  std::vector<std::pair<std::string, ParameterSplit>> parameter_splits() const override;
   const Group& group() const { return group_; }
   const RowParallelLinearOptions& options() const { return options_; }
 

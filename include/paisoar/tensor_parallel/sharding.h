@@ -1,12 +1,18 @@
 // How full tensors are cut into per-rank shards and put back together: the
 // one place that knows the layout, used by the parallel layers to load a full
-// layer's weights and by tests and checkpoints to reassemble them.
+// layer's weights and by tests and checkpoints to reassemble them; and which
+// parameters of a model the parallel layers split (SplitLayer), which a
+// checkpoint records so another group size can join or cut them.
 #pragma once
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "paisoar/comm/communicator.h"
 
@@ -27,5 +33,37 @@ torch::Tensor shard_of(const torch::Tensor& full, int64_t dim, int rank, int siz
 // gathered into the full tensor (on every rank). No autograd.
 torch::Tensor gather_shards(const torch::Tensor& shard, int64_t dim, comm::Communicator& group,
                             int64_t parts = 1);
+
+// Joins every rank's shard (in rank order, each as shard_of cut it) into
+// the full tensor, without a group: shard_of's inverse for files.
+torch::Tensor join_shards(const std::vector<torch::Tensor>& shards, int64_t dim, int64_t parts = 1);
+
+// How a parallel layer splits one of its parameters: along `dim`, in `parts`
+// fused blocks (shard_of's arguments). Parameters without one are whole on
+// every rank of the group.
+struct ParameterSplit {
+  int64_t dim = 0;
+  int64_t parts = 1;
+  bool operator==(const ParameterSplit& o) const { return dim == o.dim && parts == o.parts; }
+};
+
+// A layer holding shards of its parameters: ColumnParallelLinear,
+// RowParallelLinear, VocabParallelEmbedding.
+class SplitLayer {
+ public:
+  virtual ~SplitLayer() = default;
+  // Its split parameters, by their names in the layer ("weight", "bias").
+  virtual std::vector<std::pair<std::string, ParameterSplit>> parameter_splits() const = 0;
+};
+
+// Every split parameter of `model` (its SplitLayers, at any depth), by its
+// name in model.named_parameters().
+std::map<std::string, ParameterSplit> parameter_splits(const torch::nn::Module& model);
+
+// ParameterSplit as a checkpoint's metadata holds it ("0", "1/3": dim, and
+// the fused parts when more than one), and back; parse_split throws
+// c10::Error naming `what` for any other text.
+std::string split_text(const ParameterSplit& split);
+ParameterSplit parse_split(const std::string& text, const std::string& what);
 
 }  // namespace paisoar::tensor_parallel

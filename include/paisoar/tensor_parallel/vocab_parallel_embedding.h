@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "paisoar/tensor_parallel/mappings.h"
+#include "paisoar/tensor_parallel/sharding.h"
 
 namespace paisoar::tensor_parallel {
 
@@ -18,7 +19,7 @@ namespace paisoar::tensor_parallel {
 // full embedding. Ids must be int64 in [0, V) and the same on every rank.
 // Throws c10::Error naming the sizes when size does not divide V, and naming
 // the id when one is out of range.
-class VocabParallelEmbeddingImpl : public torch::nn::Module {
+class VocabParallelEmbeddingImpl : public torch::nn::Module, public SplitLayer {
  public:
   // Initialises the shard normal(0, 1), as torch::nn::Embedding does the full
   // table; load_full sets it from a full layer.
@@ -29,6 +30,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   // the table's shape differs.
   void load_full(const torch::nn::Embedding& full);
 
+  std::vector<std::pair<std::string, ParameterSplit>> parameter_splits() const override;
   const Group& group() const { return group_; }
   int64_t vocab_begin() const { return begin_; }
   int64_t vocab_end() const { return end_; }
