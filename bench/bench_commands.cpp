@@ -6,6 +6,7 @@ namespace paisoar::app {
 
 Command add_bench_comm_command(CLI::App& bench);
 Command add_bench_crop_quality_command(CLI::App& bench);
+Command add_bench_diagnosis_command(CLI::App& bench);
 Command add_bench_gpu_command(CLI::App& bench);
 Command add_bench_optim_command(CLI::App& bench);
 Command add_bench_amp_command(CLI::App& bench);
@@ -24,6 +25,7 @@ std::vector<BenchCommand> bench_commands() {
       {"comm", add_bench_comm_command},
       {"gpu", add_bench_gpu_command},
       {"crop-quality", add_bench_crop_quality_command},
+      {"diagnosis", add_bench_diagnosis_command},
       {"optim", add_bench_optim_command},
       {"amp", add_bench_amp_command},
       {"ddp", add_bench_ddp_command},

@@ -17,7 +17,7 @@ Work Communicator::broadcast(torch::Tensor tensor, int root) {
   auto& s = *state_;
   std::string ctx = detail::begin_collective(s, "broadcast", tensor, root);
   if (root < 0 || root >= s.size) invalid(ctx, "root " + std::to_string(root) + " is not a rank");
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "broadcast", tensor);
   if (s.size == 1 || tensor.numel() == 0) return Work(work);
   at::Tensor buf = stage_output(tensor, *work);
   std::vector<at::Tensor> bufs{byte_view(buf)};
@@ -40,7 +40,7 @@ Work Communicator::allgather(std::vector<torch::Tensor> outputs, torch::Tensor i
       invalid(ctx, "every output must have the input's dtype and number of elements");
     }
   }
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "allgather", input);
   at::Tensor in = input.contiguous();
   if (s.size == 1 || input.numel() == 0) {
     if (s.size == 1) outputs[0].copy_(in.view_as(outputs[0]));
@@ -63,7 +63,7 @@ Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
                      std::to_string(input.numel() * s.size) + " elements, it has " +
                      std::to_string(output.numel()));
   }
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "allgather_into", input);
   at::Tensor in = input.contiguous();
   if (s.size == 1 || input.numel() == 0) {
     if (s.size == 1) output.copy_(in.view_as(output));
@@ -94,7 +94,7 @@ Work Communicator::allgather_into(torch::Tensor output, torch::Tensor input) {
 Work Communicator::barrier() {
   auto& s = *state_;
   std::string ctx = detail::begin_collective(s, "barrier", at::Tensor(), 0);
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "barrier", at::Tensor());
   if (s.size == 1) return Work(work);
   ::c10d::BarrierOptions opts;
   opts.timeout = s.options.timeout;
@@ -124,7 +124,7 @@ Work Communicator::send(torch::Tensor tensor, int peer, int tag) {
   // must agree on every rank. Errors name the last collective's number.
   std::string ctx = s.describe("send to " + std::to_string(peer));
   check_peer(s, ctx, peer, tag);
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::transfer_work(s, ctx, "send", tensor, peer);
   at::Tensor buf = tensor.contiguous();
   std::vector<at::Tensor> bufs{byte_view(buf)};
   work->add(detail::submit(ctx, s, [&] { return s.backend_for(buf).send(bufs, peer, tag); }));
@@ -135,7 +135,7 @@ Work Communicator::recv(torch::Tensor tensor, int peer, int tag) {
   auto& s = *state_;
   std::string ctx = s.describe("recv from " + std::to_string(peer));  // not counted: see send
   check_peer(s, ctx, peer, tag);
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::transfer_work(s, ctx, "recv", tensor, peer);
   at::Tensor buf = stage_output(tensor, *work);
   std::vector<at::Tensor> bufs{byte_view(buf)};
   work->add(detail::submit(ctx, s, [&] { return s.backend_for(buf).recv(bufs, peer, tag); }));

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "src/comm/flight_recorder.h"
+
 extern char** environ;
 
 namespace paisoar::comm {
@@ -184,6 +186,7 @@ CommOptions comm_options_from_env(const EnvMap& env, CommOptions options) {
   if (const std::string* name = find(env, "PAISOAR_COMM_BACKEND")) {
     options.backend = backend_named(*name, "PAISOAR_COMM_BACKEND");
   }
+  if (!options.flight_recorder) options.flight_recorder = FlightRecorder::from_env(env);
   return options;
 }
 

@@ -42,6 +42,7 @@ struct GroupState {
   std::vector<std::shared_ptr<WorkImpl>> in_flight;
   int64_t groups_created = 0;
   int64_t issued = 0;  // collectives (not send/recv) issued so far; numbers them in errors and tags
+  int flight_group = -2;  // this group's index in options.flight_recorder (-2: not registered yet)
 
   // The c10d group that runs collectives on tensors of `device`.
   C10dGroup& backend_for(const at::Tensor& tensor);
@@ -69,6 +70,16 @@ struct GroupState {
 // `tensor` may be undefined (barrier). `arg` is the root/peer/reduce op.
 std::string begin_collective(GroupState& state, const char* op, const at::Tensor& tensor,
                              int64_t arg);
+
+// The Work of collective #issued (`op` over `probe`'s dtype and number of
+// elements; probe may be undefined), recorded in the flight record when
+// there is one and the group has more than one rank. Called once the
+// arguments are checked, so a refused call leaves no record.
+std::shared_ptr<WorkImpl> collective_work(GroupState& state, const std::string& context, const char* op,
+                                          const at::Tensor& probe);
+// The same for a send or recv to or from group rank `peer`.
+std::shared_ptr<WorkImpl> transfer_work(GroupState& state, const std::string& context, const char* op,
+                                        const at::Tensor& tensor, int peer);
 
 // Wraps a failure at submission or completion into a CommError with the likely cause.
 [[noreturn]] void throw_comm_error(const std::string& context, const std::string& what,

@@ -95,7 +95,7 @@ Work Communicator::allreduce(torch::Tensor tensor, ReduceOp op) {
   auto& s = *state_;
   std::string ctx = detail::begin_collective(s, "allreduce", tensor, static_cast<int>(op));
   check_reducible(ctx, tensor, op);
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "allreduce", tensor);
   if (s.size > 1 && tensor.numel() > 0) issue_allreduce(s, *work, tensor, op);
   return Work(work);
 }
@@ -111,7 +111,7 @@ Work Communicator::allreduce_coalesced(std::vector<torch::Tensor> tensors, Reduc
                                              static_cast<int>(op) * 1000003 +
                                                  static_cast<int64_t>(tensors.size()));
   for (const auto& t : tensors) check_reducible(ctx, t, op);
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "allreduce_coalesced", shape_probe);
   if (s.size == 1 || total == 0) return Work(work);
   // One flat buffer per dtype, in order of first appearance (the same on every rank).
   std::vector<at::ScalarType> order;
@@ -148,7 +148,7 @@ Work Communicator::reduce_scatter(torch::Tensor output, torch::Tensor input, Red
                      std::to_string(output.numel() * s.size) + " elements, it has " +
                      std::to_string(input.numel()));
   }
-  auto work = std::make_shared<WorkImpl>(ctx, s.options.timeout);
+  auto work = detail::collective_work(s, ctx, "reduce_scatter", input);
   at::Tensor in = input.contiguous();
   if (s.size == 1 || output.numel() == 0) {
     if (output.numel() > 0) output.copy_(in.view_as(output));

@@ -38,8 +38,10 @@ void WorkImpl::wait() {
     for (auto& step : final_steps_) step();
   } catch (...) {
     error_ = std::current_exception();
+    FlightRecorder::done(flight_, false);
     throw;
   }
+  FlightRecorder::done(flight_, true);
   works_.clear();
   children_.clear();
   steps_.clear();
@@ -57,6 +59,31 @@ bool WorkImpl::is_completed() const {
     if (!child->is_completed()) return false;
   }
   return true;
+}
+
+namespace {
+
+FlightRecorder::Ticket record(GroupState& state, int64_t seq, const char* op, const at::Tensor& tensor, int peer) {
+  FlightRecorder* recorder = state.options.flight_recorder.get();
+  if (!recorder || state.size == 1) return {};
+  if (state.flight_group == -2) state.flight_group = recorder->group(state.name, state.global_ranks);
+  const bool defined = tensor.defined();
+  return recorder->issue(state.flight_group, seq, op, defined ? c10::toString(tensor.scalar_type()) : "-",
+                         defined ? tensor.numel() : 0, peer);
+}
+
+}  // namespace
+
+std::shared_ptr<WorkImpl> collective_work(GroupState& state, const std::string& context, const char* op,
+                                          const at::Tensor& probe) {
+  return std::make_shared<WorkImpl>(context, state.options.timeout, record(state, state.issued, op, probe, -1));
+}
+
+std::shared_ptr<WorkImpl> transfer_work(GroupState& state, const std::string& context, const char* op,
+                                        const at::Tensor& tensor, int peer) {
+  const int global_peer =
+      peer >= 0 && peer < static_cast<int>(state.global_ranks.size()) ? state.global_ranks[static_cast<size_t>(peer)] : peer;
+  return std::make_shared<WorkImpl>(context, state.options.timeout, record(state, -1, op, tensor, global_peer));
 }
 
 }  // namespace detail

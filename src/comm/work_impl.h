@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "src/comm/c10d_types.h"
+#include "src/comm/flight_recorder.h"
 
 namespace paisoar::comm::detail {
 
 class WorkImpl {
  public:
-  WorkImpl(std::string context, std::chrono::milliseconds timeout)
-      : context_(std::move(context)), timeout_(timeout) {}
+  WorkImpl(std::string context, std::chrono::milliseconds timeout, FlightRecorder::Ticket flight = {})
+      : context_(std::move(context)), timeout_(timeout), flight_(flight) {}
 
   const std::string& context() const { return context_; }
   void add(C10dWorkPtr work) { works_.push_back(std::move(work)); }
@@ -34,6 +35,7 @@ class WorkImpl {
  private:
   std::string context_;
   std::chrono::milliseconds timeout_;
+  FlightRecorder::Ticket flight_;  // marked done (or failed) by wait()
   std::vector<C10dWorkPtr> works_;
   std::vector<std::shared_ptr<WorkImpl>> children_;
   std::vector<std::function<void()>> steps_;

@@ -94,6 +94,14 @@ std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector
                      spec.env.end());
       spec.env.push_back(name + spec.heartbeat_file);
     }
+    if (options.hang_timeout_s > 0) {
+      spec.flight_record = scratch.fresh_file(rank, "flight");
+      const std::string name = "PAISOAR_FLIGHT_RECORD=";
+      spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
+                                    [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; }),
+                     spec.env.end());
+      spec.env.push_back(name + spec.flight_record);
+    }
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -346,6 +354,7 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   supervision.grace_period_s = options.grace_period_s;
   supervision.prefix_output = options.prefix_output;
   supervision.heartbeat_timeout_s = options.heartbeat_timeout_s;
+  supervision.hang_timeout_s = options.hang_timeout_s;
   const RankScratchDir scratch;
   Supervisor supervisor(supervision, signals, logs);
   // After `signals`: the store's thread blocks every signal itself, and the

@@ -63,6 +63,7 @@ struct LaunchCli {
   std::string max_restarts = std::to_string(options.max_restarts);
   std::string grace_period = seconds_text(options.grace_period_s);
   std::string heartbeat_timeout = seconds_text(options.heartbeat_timeout_s);
+  std::string hang_timeout = seconds_text(options.hang_timeout_s);
   std::string join_timeout = seconds_text(options.join_timeout_s);
   std::string monitor_interval = "0.1";
   std::string omp_num_threads;
@@ -164,6 +165,14 @@ struct LaunchCli {
                        range_text(0, static_cast<int>(kMaxSeconds)))
         ->type_name("SECONDS")
         ->capture_default_str();
+    app.add_option("--hang_timeout,--hang-timeout", hang_timeout,
+                   "Name the rank that holds the others up and stop the group as failed when a rank has "
+                   "waited this many seconds in a collective another rank did not reach (its flight "
+                   "record says what that rank does instead; longer for a checkpoint or an evaluation); "
+                   "0: off" +
+                       range_text(0, static_cast<int>(kMaxSeconds)))
+        ->type_name("SECONDS")
+        ->capture_default_str();
     app.add_option("--join_timeout,--join-timeout", join_timeout,
                    "Several nodes: seconds to wait for every node to join the job at its start "
                    "and at each restart; a node missing then ends the job (at most " +
@@ -218,6 +227,7 @@ void apply_numbers(const LaunchCli& cli, LaunchOptions& o) {
   o.grace_period_s = seconds("--grace_period", cli.grace_period, SecondsRange{});
   o.heartbeat_timeout_s =
       seconds("--heartbeat_timeout", cli.heartbeat_timeout, SecondsRange{0, kMaxSeconds, false, "off"});
+  o.hang_timeout_s = seconds("--hang_timeout", cli.hang_timeout, SecondsRange{0, kMaxSeconds, false, "off"});
   o.join_timeout_s = seconds("--join_timeout", cli.join_timeout, kPositiveSeconds);
   seconds("--monitor_interval", cli.monitor_interval, kPositiveSeconds);  // checked, not used
   if (cli.given("--omp_num_threads"))

@@ -54,6 +54,11 @@ struct LaunchOptions {
   // Seconds a rank may go without touching its heartbeat file before the
   // launcher stops the group as failed; 0: no watchdog (--heartbeat_timeout).
   double heartbeat_timeout_s = 0.0;
+  // Seconds a rank may wait in a collective that another rank of this node
+  // did not reach before the launcher names that rank (from the ranks'
+  // flight records, PAISOAR_FLIGHT_RECORD) and stops the group as failed;
+  // 0: off (--hang_timeout). docs/DIAGNOSIS.md.
+  double hang_timeout_s = 30.0;
   // Several nodes: seconds every launcher waits for all nodes to join each
   // generation of the job (its start and every restart) before it ends the
   // job (--join-timeout, or --rdzv-conf join_timeout=S).

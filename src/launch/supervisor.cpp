@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +19,8 @@
 #include <optional>
 #include <sstream>
 
+#include "launch/flag_values.h"
+#include "launch/hang_diagnosis.h"
 #include "launch/output_relay.h"
 #include "launch/rank_error_file.h"
 #include "launch/rendezvous/store_client.h"
@@ -56,6 +59,25 @@ bool process_stopped(pid_t pid) {
          (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
 }
 
+int64_t monotonic_ns() {  // the flight records' clock
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A rank's flight record, read twice so that entries written meanwhile are
+// dropped (util::flight::parse); left empty (rank -1) when there is none yet.
+void read_flight_record(const std::string& path, util::FlightSnapshot& out) {
+  const std::string first = read_bytes(path);
+  if (first.empty()) return;
+  util::flight::parse(first, read_bytes(path), out);
+}
+
 // The state of one Supervisor::run(); lives only for that call.
 class GroupRun {
  public:
@@ -71,6 +93,7 @@ class GroupRun {
   void on_signal(int sig);
   void reap();
   void check_heartbeats();
+  void check_hang();
   void on_job_event();
   // Records this node's first failure, tells the job, and stops the group.
   void fail(const LiveRank& rank, const ExitStatus& status, const std::string& what);
@@ -97,6 +120,7 @@ class GroupRun {
   bool stopping_ = false;  // the stop signal went out; deadline_ is set
   bool killed_ = false;    // SIGKILL went out; linger_deadline_ is set
   Clock::time_point deadline_;
+  Clock::time_point last_hang_check_{};
   Clock::time_point linger_deadline_;
 };
 
@@ -129,6 +153,7 @@ GroupOutcome GroupRun::run(const std::vector<RankSpec>& specs) {
       }
     }
     check_heartbeats();
+    check_hang();
     if (stopping_ && !killed_ && Clock::now() >= deadline_) {
       kill_all();
       continue;  // re-check: there may be nothing left to wait for
@@ -190,6 +215,10 @@ void GroupRun::wait_for_events() {
   const Clock::time_point now = Clock::now();
   if (options_.heartbeat_timeout_s > 0 && !stopping_) {  // look at the heartbeats now and then
     timeout_ms = static_cast<int>(std::clamp(options_.heartbeat_timeout_s * 250.0, 10.0, 1000.0));
+  }
+  if (options_.hang_timeout_s > 0 && !stopping_) {  // and at the flight records
+    const int hang_ms = static_cast<int>(std::clamp(options_.hang_timeout_s * 250.0, 10.0, 1000.0));
+    timeout_ms = timeout_ms < 0 ? hang_ms : std::min(timeout_ms, hang_ms);
   }
   if (stopping_ && (!killed_ || now < linger_deadline_)) {
     Clock::time_point until = killed_ ? linger_deadline_ : deadline_;
@@ -338,6 +367,41 @@ void GroupRun::check_heartbeats() {
        << options_.heartbeat_timeout_s << "); "
        << (silent_stopped ? "it is stopped (SIGSTOP)" : "it is hung, or waiting for a rank that is");
   fail(rank, ExitStatus{1, 0}, text.str());
+  for (const LiveRank& r : ranks_) {  // a SIGSTOPped rank acts on SIGTERM only once continued
+    if (!r.reaped) signal_group(r.pid, SIGCONT, true);
+  }
+}
+
+void GroupRun::check_hang() {
+  if (options_.hang_timeout_s <= 0 || stopping_) return;
+  const auto now = Clock::now();
+  // Once a second at most: a few 40 KB reads per rank.
+  if (now - last_hang_check_ < std::chrono::milliseconds(std::min(1000, static_cast<int>(options_.hang_timeout_s * 250)))) {
+    return;
+  }
+  last_hang_check_ = now;
+  std::vector<RankRecord> records;
+  for (const LiveRank& rank : ranks_) {
+    if (rank.reaped || rank.spec->flight_record.empty()) continue;
+    RankRecord r;
+    r.global_rank = rank.spec->global_rank;
+    r.local_rank = rank.spec->local_rank;
+    r.pid = rank.pid;
+    r.stopped = process_stopped(rank.pid);
+    read_flight_record(rank.spec->flight_record, r.record);
+    records.push_back(std::move(r));
+  }
+  HangLimits limits;
+  limits.wait_s = options_.hang_timeout_s;
+  limits.long_activity_s = std::max(options_.hang_long_activity_s, options_.hang_timeout_s);
+  const std::optional<HangVerdict> verdict = diagnose_hang(records, monotonic_ns(), limits);
+  if (!verdict) return;
+  const LiveRank* culprit = &ranks_.front();
+  for (const LiveRank& rank : ranks_) {
+    if (rank.spec->global_rank == verdict->culprit) culprit = &rank;
+  }
+  fail(*culprit, ExitStatus{1, 0},
+       verdict->message + " (--hang_timeout " + seconds_text(options_.hang_timeout_s) + "; docs/DIAGNOSIS.md)");
   for (const LiveRank& r : ranks_) {  // a SIGSTOPped rank acts on SIGTERM only once continued
     if (!r.reaped) signal_group(r.pid, SIGCONT, true);
   }

@@ -34,6 +34,9 @@ struct RankSpec {
   // (--redirects, --local-ranks-filter); they reach its log file either way.
   bool stdout_on_console = true;
   bool stderr_on_console = true;
+  // The rank's flight record (PAISOAR_FLIGHT_RECORD in `env`), read for the
+  // hang diagnosis; "" when it is off.
+  std::string flight_record{};
 };
 
 struct SupervisorOptions {
@@ -47,6 +50,12 @@ struct SupervisorOptions {
   // is reported and the group stopped as failed; 0: no watchdog. A rank is
   // judged only after its first beat, so a slow start is never "no progress".
   double heartbeat_timeout_s = 0.0;
+  // A rank waiting this long in a collective another local rank did not
+  // reach (launch/hang_diagnosis.h) ends the group as failed, naming that
+  // rank; 0: off. Ranks in setup, a checkpoint or an evaluation get
+  // hang_long_activity_s.
+  double hang_timeout_s = 0.0;
+  double hang_long_activity_s = 300.0;
   // Where relayed lines and the launcher's messages go.
   int stdout_fd = STDOUT_FILENO;
   int stderr_fd = STDERR_FILENO;

@@ -19,14 +19,14 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
   StepOutcome outcome;
   const auto parts = static_cast<double>(accumulation_);
   for (int64_t micro = 0; micro < accumulation_; ++micro) {
-    data::Batch batch = next_batch(t);
+    data::Batch batch = next_batch(t, step);
     outcome.wait_s += batch.wait_s;
     batch.data = batch.data.to(t.device, /*non_blocking=*/true);
     batch.labels = batch.labels.to(t.device, /*non_blocking=*/true);
     t.sync.set_sync(micro + 1 == accumulation_);
     torch::Tensor out, loss;
     {
-      auto timed = t.prof.phase(profiler::Phase::Forward);
+      auto timed = t.phase(profiler::Phase::Forward);
       t.sync.pre_forward();
       PrecisionContext precision(t.precision, t.recompute);
       out = task_.forward(batch.data);
@@ -46,7 +46,7 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
       break;
     }
     {
-      auto timed = t.prof.phase(profiler::Phase::Backward);
+      auto timed = t.phase(profiler::Phase::Backward);
       t.scaler.scale(loss / parts).backward();
     }
     outcome.loss += loss.item<double>() / parts;

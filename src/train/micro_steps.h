@@ -16,6 +16,7 @@
 #include "paisoar/data/data_loader.h"
 #include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/profiler/step_profiler.h"
+#include "src/comm/flight_recorder.h"
 #include "paisoar/train/trainer.h"
 #include "src/train/grad_sync.h"
 #include "src/train/precision_context.h"
@@ -36,6 +37,13 @@ struct StepOutcome {
   bool skip = false;  // a non-finite loss, agreed by every rank: no update this step
 };
 
+// A phase of the step, timed for the profiler and marked in the flight
+// record (what a hang diagnosis says the rank was doing).
+struct TimedPhase {
+  profiler::StepProfiler::PhaseScope timed;
+  comm::ActivityScope activity;
+};
+
 // The run's parts a step uses; they belong to the TrainRun and outlive every call.
 struct StepTools {
   data::DataLoader& loader;
@@ -46,6 +54,9 @@ struct StepTools {
   const Precision& precision;
   memory::CheckpointRegions* recompute;  // null: activation checkpointing is off
   torch::Device device;                  // the model's
+  comm::FlightRecorder* flight = nullptr;  // null: no flight record
+
+  [[nodiscard]] TimedPhase phase(profiler::Phase phase);
 };
 
 class MicroSteps {
@@ -75,9 +86,10 @@ class MicroSteps {
   }
 
  protected:
-  // The next micro-batch, its wait timed as DataWait. Throws c10::Error
-  // when the loader has none (the step loop counts whole steps only).
-  static data::Batch next_batch(StepTools& tools);
+  // The next micro-batch of step `step`, its wait timed as DataWait (test
+  // fault point "train.next_batch:<step>"). Throws c10::Error when the
+  // loader has none (the step loop counts whole steps only).
+  static data::Batch next_batch(StepTools& tools, int64_t step);
 };
 
 }  // namespace paisoar::train

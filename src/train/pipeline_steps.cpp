@@ -46,11 +46,11 @@ ForwardFn PipelineSteps::eval_forward() const {
 // here, the pipeline's micro-batches accumulate instead.
 StepOutcome PipelineSteps::run(int64_t step, StepTools& t) {
   StepOutcome outcome;
-  const data::Batch batch = next_batch(t);
+  const data::Batch batch = next_batch(t, step);
   outcome.wait_s += batch.wait_s;
   torch::Tensor loss;
   {
-    auto timed = t.prof.phase(profiler::Phase::Forward);
+    auto timed = t.phase(profiler::Phase::Forward);
     PrecisionContext precision(t.precision, t.recompute);
     loss = pipe_->step(batch.data.to(t.device), batch.labels.to(t.device));
   }

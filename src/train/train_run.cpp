@@ -124,7 +124,8 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   report_->run_start(start_.step, world_->size(), config_text_);
   print_opening();
   tools_.emplace(StepTools{loader_, *prof_, *sync_, finite_loss_, scaler_, plan_.precision,
-                           recompute_ ? &*recompute_ : nullptr, place_.device});
+                           recompute_ ? &*recompute_ : nullptr, place_.device,
+                           world_->options().flight_recorder.get()});
 }
 
 TrainerState TrainRun::trainer_state() {
@@ -185,6 +186,7 @@ int64_t TrainRun::begin_epoch(int64_t epoch, int64_t step) {
 StepOutcome TrainRun::step(int64_t step, bool logged) {
   profiler::StepProfiler& prof = *prof_;
   prof.begin_step(step);
+  if (tools_->flight) tools_->flight->set_activity(util::Activity::Other, step);
   std::optional<memory::PeakMeter> meter;
   if (config_.profiler.memory) meter.emplace(place_.device);
   sync_->zero_grad();
@@ -193,7 +195,7 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
   prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
   profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
   {
-    auto timed = prof.phase(profiler::Phase::Optimizer);
+    auto timed = tools_->phase(profiler::Phase::Optimizer);
     torch::optim::Optimizer& optimizer = sync_->optimizer();
     grad_norm_ = -1;
     if (outcome.skip) {
@@ -222,6 +224,7 @@ void TrainRun::save_if_due(int64_t step, const EpochTally& tally) {
   progress_.epoch_loss_sum = tally.loss_sum;
   progress_.epoch_steps = tally.loss_steps;
   if (!checkpoints_->due(step)) return;
+  comm::ActivityScope saving(tools_->flight, util::Activity::Checkpoint);
   const auto start = std::chrono::steady_clock::now();
   if (save(step)) saved_step_ = step;
   stats_.save_wait_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -239,6 +242,7 @@ bool TrainRun::save(int64_t step) {
   if (!async_) return save_checkpoint(*checkpoints_, world_, config_.checkpoint.on_error, snapshot);
   own_tensors(snapshot);  // the step waits only for this copy
   async_->start([this, snapshot = std::move(snapshot)] {
+    comm::ThreadActivityScope saving(util::Activity::Checkpoint);  // its waits are a checkpoint's
     save_checkpoint(*checkpoints_, checkpoint_comm_, config_.checkpoint.on_error, snapshot);
   });
   return true;
@@ -275,6 +279,7 @@ std::function<double()> TrainRun::evaluation() {
   role.counts = micro_->holds_logits() && (!mesh_ || mesh_->tensor_rank() == 0);
   role.forward = micro_->eval_forward();
   return [this, role] {
+    comm::ActivityScope evaluating(tools_->flight, util::Activity::Evaluation);
     return evaluate(task_, *world_, role, config_.data.workers, plan_.precision, config_.data.eval_limit);
   };
 }

@@ -35,6 +35,14 @@ void KillAtPoint::reached(const char* point, int64_t index) {
   ::pause();  // SIGKILL is delivered before kill() returns; never reached
 }
 
+StallAtPoint::StallAtPoint(std::string point, std::optional<int64_t> index)
+    : point_(std::move(point)), index_(index) {}
+
+void StallAtPoint::reached(const char* point, int64_t index) {
+  if (point_ != point || (index_ && *index_ != index)) return;
+  while (true) ::pause();  // signals are handled; the thread never goes on
+}
+
 FailAtPoint::FailAtPoint(std::string point, int error, int64_t from)
     : point_(std::move(point)), error_(error), from_(from) {}
 
@@ -49,12 +57,15 @@ std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::strin
   const std::string spec_text = full_spec->substr(0, equals);
   const std::string* spec = &spec_text;
   int error = 0;
+  bool stall = false;
   if (equals != std::string::npos) {
     const std::string name = full_spec->substr(equals + 1);
     if (name == "ENOSPC") error = ENOSPC;
     if (name == "EIO") error = EIO;
-    if (error == 0) {
-      C10_THROW_ERROR(ValueError, "PAISOAR_TEST_FAULT='" + *full_spec + "': the error after '=' must be ENOSPC or EIO");
+    stall = name == "STALL";
+    if (error == 0 && !stall) {
+      C10_THROW_ERROR(ValueError,
+                      "PAISOAR_TEST_FAULT='" + *full_spec + "': what follows '=' must be ENOSPC, EIO or STALL");
     }
   }
   const std::string* restart = find(env, "PAISOAR_RESTART_COUNT");
@@ -77,6 +88,7 @@ std::unique_ptr<FaultInjector> fault_injector_from_env(const std::map<std::strin
     }
   }
   if (error != 0) return std::make_unique<FailAtPoint>(spec->substr(0, colon), error, index.value_or(0));
+  if (stall) return std::make_unique<StallAtPoint>(spec->substr(0, colon), index);
   return std::make_unique<KillAtPoint>(spec->substr(0, colon), index);
 }
 

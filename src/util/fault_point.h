@@ -57,9 +57,23 @@ class KillAtPoint : public FaultInjector {
   std::optional<int64_t> index_;
 };
 
+// Stops the calling thread at `point` (and `index`, when given) for good, as
+// a hung data loader, file system or deadlock would: the process stays alive
+// and silent.
+class StallAtPoint : public FaultInjector {
+ public:
+  StallAtPoint(std::string point, std::optional<int64_t> index = std::nullopt);
+  void reached(const char* point, int64_t index) override;
+
+ private:
+  std::string point_;
+  std::optional<int64_t> index_;
+};
+
 // The injector the environment asks for, or null:
 //   PAISOAR_TEST_FAULT=<point>[:<index>]  the point to kill at, and the index
 //   PAISOAR_TEST_FAULT=<point>[:<from>]=ENOSPC|EIO  the system call to fail (FailAtPoint)
+//   PAISOAR_TEST_FAULT=<point>[:<index>]=STALL  the point to stop at for good (StallAtPoint)
 //   PAISOAR_TEST_FAULT_RANK=<r>           only on the process whose RANK is r
 // None after a restart (PAISOAR_RESTART_COUNT other than 0), so a relaunched
 // job runs through. Throws c10::ValueError for a malformed index.

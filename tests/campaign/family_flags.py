@@ -20,6 +20,7 @@ LAUNCH = [
     ("--max_restarts", ["-1", "abc", "1.5"]),
     ("--grace_period", ["inf", "nan", "-1", "abc", "1e10"]),
     ("--heartbeat_timeout", ["-1", "nan", "inf"]),
+    ("--hang_timeout", ["-1", "nan", "inf", "abc"]),
     ("--join_timeout", ["nan", "-1", "inf"]),
     ("--monitor_interval", ["nan", "-1", "abc"]),
     ("--start_method", ["xyz"]),

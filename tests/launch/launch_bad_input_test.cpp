@@ -52,10 +52,12 @@ TEST(LaunchBadInput, DurationsMustBeFiniteSecondsWithinTheirRange) {
   for (const char* v : {"inf", "1e10", "nan", "-1", "0x10", "five", "604801"})
     expect_refused({"--grace_period", v}, seconds_words("--grace_period", v));
   expect_refused({"--shutdown-timeout", "inf"}, seconds_words("--grace_period", "inf"));
-  for (const char* v : {"inf", "-0.5", "1e400"}) {
-    expect_refused({"--heartbeat_timeout", v},
-                   "--heartbeat_timeout must be a finite number of seconds from 0 (off) to 604800 "
-                   "(7 days), got '" + std::string(v) + "'.");
+  for (const char* flag : {"--heartbeat_timeout", "--hang_timeout"}) {
+    for (const char* v : {"inf", "-0.5", "1e400", "nan", "thirty"}) {
+      expect_refused({flag, v}, std::string(flag) +
+                                    " must be a finite number of seconds from 0 (off) to 604800 "
+                                    "(7 days), got '" + std::string(v) + "'.");
+    }
   }
   for (const char* v : {"0", "inf", "-3"})
     expect_refused({"--join_timeout", v}, positive_seconds_words("--join_timeout", v));

@@ -6,9 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace paisoar::comm {
+
+class FlightRecorder;  // src/comm/flight_recorder.h
 
 enum class ReduceOp { Sum, Avg, Min, Max, Product };
 
@@ -49,6 +52,10 @@ struct CommOptions {
   // this many bytes, reducing segment k while k+1 travels (1 MiB measured best on
   // loopback, see docs/BENCHMARKS.md). At least 1024. (Communicator::from_env: PAISOAR_SEGMENT_BYTES.)
   int64_t segment_bytes = 1 << 20;
+  // Where this rank records its collectives and what it is doing, for the
+  // launcher's hang diagnosis (docs/DIAGNOSIS.md); null: nowhere.
+  // (Communicator::from_env: the file PAISOAR_FLIGHT_RECORD names.)
+  std::shared_ptr<FlightRecorder> flight_recorder;
 };
 
 // Thrown by Work::wait() and by collectives that fail at submission. The message
