@@ -3,6 +3,7 @@
 #include "paisoar/profiler/advisor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 
@@ -79,7 +80,98 @@ void check_loss_scale(const RunMeasurements& run, std::vector<Advice>& out) {
        "the same run in fp32: if that diverges too, the model or data is at fault, not precision"});
 }
 
+// The parts of a step a rank can be slow in, and what to change for each.
+struct SlowPart {
+  const char* name;
+  std::vector<Phase> phases;
+  const char* action;
+};
+
+const std::vector<SlowPart>& slow_parts() {
+  static const std::vector<SlowPart> parts = {
+      {"data wait", {Phase::DataWait},
+       "its loader cannot keep up: give it more loader workers (data.workers), check its disk or file system "
+       "(a slower mount, other I/O on that machine) and that its share of the data is no slower to read or "
+       "decode than the others'"},
+      {"compute (forward and backward)", {Phase::Forward, Phase::Backward},
+       "it computes slower than the others: look for another process on its cores (a CPU hog: compare top or "
+       "nvidia-smi there with a fast rank), CPU or GPU throttling, or more work in its batches (uneven "
+       "image or sequence sizes); give each rank cores of its own (OMP_NUM_THREADS, taskset, "
+       "paisoar launch --omp_num_threads)"},
+      {"the optimizer step", {Phase::Optimizer},
+       "its optimizer step is slower: uneven parameter shards (ZeRO) or contention on its cores as for "
+       "compute"},
+  };
+  return parts;
+}
+
+double busy_s(const std::array<double, kPhaseCount>& p) {
+  double sum = 0;
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    if (i != phase_index(Phase::Communication)) sum += p[i];
+  }
+  return sum;
+}
+
+double part_s(const std::array<double, kPhaseCount>& p, const SlowPart& part) {
+  double sum = 0;
+  for (Phase phase : part.phases) sum += p[phase_index(phase)];
+  return sum;
+}
+
+// The median of `values` without entry `skip`.
+double median_of_others(const std::vector<double>& values, size_t skip) {
+  std::vector<double> others;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i != skip) others.push_back(values[i]);
+  }
+  return median(others);
+}
+
+// A slow rank, against the median of the other ranks, the part of the step it
+// loses its time in, and what to change.
+bool check_stragglers_by_phase(const RunMeasurements& run, std::vector<Advice>& out) {
+  const auto& rows = run.per_rank_phase_s;
+  if (rows.size() < 2) return false;
+  std::vector<double> busy, waits;
+  for (const auto& r : rows) {
+    busy.push_back(busy_s(r));
+    waits.push_back(r[phase_index(Phase::Communication)]);
+  }
+  if (median(busy) <= 0) return false;  // no phases measured (profiler off): step times only
+  for (size_t rank = 0; rank < rows.size(); ++rank) {
+    const double others = median_of_others(busy, rank);
+    if (others <= 0) continue;
+    const double excess = busy[rank] / others - 1;
+    if (excess <= kStragglerExcess) continue;
+    const SlowPart* worst = nullptr;
+    double worst_excess = 0, worst_mine = 0, worst_others = 0;
+    for (const SlowPart& part : slow_parts()) {
+      std::vector<double> all;
+      for (const auto& r : rows) all.push_back(part_s(r, part));
+      const double theirs = median_of_others(all, rank), mine = all[rank];
+      if (!worst || mine - theirs > worst_excess) {
+        worst = &part;
+        worst_excess = mine - theirs;
+        worst_mine = mine;
+        worst_others = theirs;
+      }
+    }
+    const double step = run.step_mean_s > 0 ? run.step_mean_s : busy[rank];
+    out.push_back(
+        {kStraggler,
+         "rank " + std::to_string(rank) + " is busy " + ms(busy[rank]) + " per step against " + ms(others) +
+             " for the other ranks (median; +" + percent(excess) + ", limit +" + percent(kStragglerExcess) +
+             "); the excess is in " + worst->name + ": " + ms(worst_mine) + " against " + ms(worst_others) + " (+" +
+             ms(worst_excess) + ", " + percent(worst_excess / step) + " of the " + ms(step) +
+             " step); the others wait for it in communication and the step's agreements",
+         "rank " + std::to_string(rank) + " holds every other rank up at each collective; " + worst->action});
+  }
+  return true;
+}
+
 void check_stragglers(const RunMeasurements& run, std::vector<Advice>& out) {
+  if (check_stragglers_by_phase(run, out)) return;
   const auto& t = run.per_rank_step_s;
   if (t.size() < 2) return;
   const double mid = median(t);

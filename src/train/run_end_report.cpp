@@ -1,6 +1,9 @@
 // report_profile and report_memory: one gather each, in this order on every rank.
 #include "src/train/run_end_report.h"
 
+#include <algorithm>
+#include <array>
+
 #include "paisoar/profiler.h"
 #include "src/train/memory_table.h"
 
@@ -10,7 +13,15 @@ void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
                     const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision, const std::string& fast_precision) {
   const auto summary = prof.summary();
   auto run = profiler::measurements_from(summary);
-  run.per_rank_step_s = profiler::gather_step_times(world, run.step_mean_s);
+  // One gather: each rank's step time and phase means.
+  std::vector<double> mine = {run.step_mean_s};
+  mine.insert(mine.end(), run.phase_mean_s.begin(), run.phase_mean_s.end());
+  for (const auto& row : profiler::gather_rank_rows(world, mine)) {
+    run.per_rank_step_s.push_back(row[0]);
+    std::array<double, profiler::kPhaseCount> phases{};
+    std::copy(row.begin() + 1, row.end(), phases.begin());
+    run.per_rank_phase_s.push_back(phases);
+  }
   run.loss_scale_history = stats.loss_scales;
   run.skipped_steps = stats.skipped_steps;
   run.mixed_precision = mixed_precision;

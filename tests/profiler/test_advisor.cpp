@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
 #include "paisoar/profiler/advisor.h"
 #include "paisoar/profiler/report.h"
@@ -123,6 +124,47 @@ TEST(Advisor, Straggler) {
   EXPECT_TRUE(mentions(advice[0].action, "machine of rank(s) 2"));
   // One rank alone cannot straggle.
   run.per_rank_step_s = {0.5};
+  EXPECT_TRUE(advise(run).empty());
+}
+
+// With each rank's phases the straggler is named with the part of the step it
+// loses its time in; the other ranks wait for it in communication.
+std::array<double, kPhaseCount> phases(double data, double forward, double backward, double comm, double optimizer) {
+  std::array<double, kPhaseCount> p{};
+  p[phase_index(Phase::DataWait)] = data;
+  p[phase_index(Phase::Forward)] = forward;
+  p[phase_index(Phase::Backward)] = backward;
+  p[phase_index(Phase::Communication)] = comm;
+  p[phase_index(Phase::Optimizer)] = optimizer;
+  return p;
+}
+
+TEST(Advisor, StragglerIsNamedWithThePhaseItLosesTimeIn) {
+  auto run = healthy();
+  // Rank 1 waits 40 ms more for data; the others wait for it in communication.
+  run.per_rank_phase_s = {phases(0.002, 0.03, 0.05, 0.045, 0.01), phases(0.042, 0.03, 0.05, 0.005, 0.01),
+                          phases(0.002, 0.03, 0.05, 0.045, 0.01)};
+  auto advice = advise(run);
+  ASSERT_EQ(verdicts(run), std::vector<std::string>{kStraggler});
+  EXPECT_TRUE(mentions(advice[0].evidence, "rank 1 is busy 132.0 ms per step against 92.0 ms for the other ranks"))
+      << advice[0].evidence;
+  EXPECT_TRUE(mentions(advice[0].evidence, "the excess is in data wait: 42.0 ms against 2.0 ms (+40.0 ms, 40.0% of "
+                                           "the 100.0 ms step)"))
+      << advice[0].evidence;
+  EXPECT_TRUE(mentions(advice[0].action, "data.workers")) << advice[0].action;
+  // Rank 0 computes 30 ms more per step (as under a CPU hog).
+  run.per_rank_phase_s = {phases(0.002, 0.045, 0.065, 0.005, 0.01), phases(0.002, 0.03, 0.05, 0.035, 0.01),
+                          phases(0.002, 0.03, 0.05, 0.035, 0.01)};
+  advice = advise(run);
+  ASSERT_EQ(advice.size(), 1u);
+  EXPECT_TRUE(mentions(advice[0].evidence, "rank 0 is busy")) << advice[0].evidence;
+  EXPECT_TRUE(mentions(advice[0].evidence, "the excess is in compute (forward and backward): 110.0 ms against "
+                                           "80.0 ms"))
+      << advice[0].evidence;
+  EXPECT_TRUE(mentions(advice[0].action, "CPU hog")) << advice[0].action;
+  // Within 15% of the median: nothing.
+  run.per_rank_phase_s = {phases(0.002, 0.03, 0.05, 0.005, 0.01), phases(0.015, 0.03, 0.05, 0.005, 0.01)};
+  run.per_rank_phase_s.push_back(run.per_rank_phase_s[0]);
   EXPECT_TRUE(advise(run).empty());
 }
 

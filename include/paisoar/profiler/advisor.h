@@ -28,7 +28,9 @@ inline constexpr double kCommunicationBoundFraction = 0.30;
 inline constexpr size_t kLossScaleWindow = 100;
 inline constexpr size_t kLossScaleMaxFalls = 4;
 inline constexpr double kLossScaleCollapseFactor = 32.0;
-// Straggler: the slowest rank's mean step exceeds the median rank's by > 15%.
+// Straggler: a rank's busy time per step (every phase but the communication it
+// waits in) exceeds the median rank's by > 15% (by its step time when the
+// phases are not known).
 inline constexpr double kStragglerExcess = 0.15;
 // Compute-bound: forward + backward + optimizer take more than 70% of the step
 // while mixed precision is off (the article's first lever is still unused).
@@ -48,6 +50,10 @@ struct RunMeasurements {
   // Each rank's mean step time, indexed by rank (gather_step_times); fewer
   // than 2 entries: no straggler check.
   std::vector<double> per_rank_step_s;
+  // Each rank's phase means per step, indexed by rank then phase_index (empty:
+  // the straggler check compares step times only). With them the straggler
+  // check names the phase a slow rank loses its time in.
+  std::vector<std::array<double, kPhaseCount>> per_rank_phase_s;
   // The loss scale after each GradScaler::update(), oldest first; empty when
   // there is no scaler (bf16, fp32).
   std::vector<double> loss_scale_history;
