@@ -119,6 +119,17 @@ double part_s(const std::array<double, kPhaseCount>& p, const SlowPart& part) {
   return sum;
 }
 
+}  // namespace
+
+double data_parallel_efficiency(const RunMeasurements& run) {
+  if (run.per_rank_phase_s.size() < 2 || run.step_mean_s <= 0) return -1;
+  std::vector<double> busy;
+  for (const auto& r : run.per_rank_phase_s) busy.push_back(busy_s(r));
+  return std::min(1.0, median(busy) / run.step_mean_s);
+}
+
+namespace {
+
 // The median of `values` without entry `skip`.
 double median_of_others(const std::vector<double>& values, size_t skip) {
   std::vector<double> others;
@@ -198,6 +209,35 @@ void check_stragglers(const RunMeasurements& run, std::vector<Advice>& out) {
            "similar image sizes per rank, the same loader workers and threads per rank)"});
 }
 
+// Below the floor: why (a straggler found above, communication that backward
+// is too short to hide, or exposed communication) and what to change.
+void check_efficiency(const RunMeasurements& run, std::vector<Advice>& out) {
+  const double e = data_parallel_efficiency(run);
+  if (e < 0 || e >= kDataParallelEfficiencyFloor) return;
+  const bool straggler = std::any_of(out.begin(), out.end(), [](const Advice& a) { return a.verdict == kStraggler; });
+  const double comm = run.phase_mean_s[phase_index(Phase::Communication)];
+  const double compute = run.phase_mean_s[phase_index(Phase::Forward)] + run.phase_mean_s[phase_index(Phase::Backward)];
+  std::string evidence = "the median rank is busy " + percent(e) + " of the " + ms(run.step_mean_s) +
+                         " step (limit " + percent(kDataParallelEfficiencyFloor) +
+                         "): each rank delivers that share of what it would alone with the same batch; ";
+  std::string action;
+  if (straggler) {
+    evidence += "cause: compute imbalance, the other ranks wait for the straggler named above";
+    action = "fix the straggler (above); until then every rank runs at its pace";
+  } else if (comm > 0 && compute < comm) {
+    evidence += "cause: a small per-rank batch, backward (" + ms(compute) + " with forward) is shorter than the " +
+                ms(comm) + " of exposed communication, so the gradient traffic cannot hide behind it";
+    action = "give each rank more work per synchronisation: accumulate gradients (train.grad_accumulation: 4 "
+             "syncs once per 4 micro-batches) or raise train.batch_size; compress the gradients "
+             "(distributed.compression: fp16 or bf16) to halve the traffic";
+  } else {
+    evidence += "cause: exposed communication, " + ms(comm) + " per step, and the step's agreements";
+    action = "hide or shrink the gradient traffic: keep distributed.overlap on, raise distributed.bucket_cap_mb (fewer, larger "
+             "collectives), compress (distributed.compression: fp16 or bf16; powersgd for large matrices)";
+  }
+  out.push_back({kLowDataParallelEfficiency, evidence, action});
+}
+
 // Reads the verdicts found so far in `out`: compute is only the limit when
 // neither the data nor the communication is.
 void check_compute(const RunMeasurements& run, std::vector<Advice>& out) {
@@ -249,6 +289,7 @@ std::vector<Advice> advise(const RunMeasurements& run) {
   check_communication(run, out);
   check_loss_scale(run, out);
   check_stragglers(run, out);
+  check_efficiency(run, out);
   check_compute(run, out);
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 
 #include "paisoar/profiler.h"
 #include "src/train/memory_table.h"
@@ -28,7 +29,16 @@ void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
   run.fast_precision = fast_precision;
   if (world.rank() == 0) {
     const auto advice = profiler::advise(run);
-    report.message(profiler::format_report(summary, advice));
+    std::string text = profiler::format_report(summary, advice);
+    if (const double e = profiler::data_parallel_efficiency(run); e >= 0) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "data-parallel efficiency %.2f: the median rank is busy %.0f%% of the step, the rest it waits "
+                    "for the others and the gradients (below %.2f the advice says why)\n",
+                    e, 100 * e, profiler::kDataParallelEfficiencyFloor);
+      text += line;
+    }
+    report.message(text);
     report.advice(step, advice);
   }
 }

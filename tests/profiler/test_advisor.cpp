@@ -168,6 +168,41 @@ TEST(Advisor, StragglerIsNamedWithThePhaseItLosesTimeIn) {
   EXPECT_TRUE(advise(run).empty());
 }
 
+// Data-parallel efficiency: the median rank's busy share of the step; below
+// 0.8 the cause is a straggler, a batch too small to hide the traffic behind,
+// or exposed communication.
+TEST(Advisor, LowDataParallelEfficiencyNamesItsCause) {
+  auto run = healthy();
+  EXPECT_LT(data_parallel_efficiency(run), 0);  // no per-rank phases: not known
+  run.per_rank_phase_s = {phases(0.002, 0.03, 0.05, 0.005, 0.01), phases(0.002, 0.03, 0.05, 0.005, 0.01)};
+  EXPECT_NEAR(data_parallel_efficiency(run), 0.92, 1e-9);
+  EXPECT_TRUE(advise(run).empty());
+  // A small batch: 8 ms of compute against 60 ms of exposed communication.
+  run.phase_mean_s[phase_index(Phase::Forward)] = 0.003;
+  run.phase_mean_s[phase_index(Phase::Backward)] = 0.005;
+  run.phase_mean_s[phase_index(Phase::Communication)] = 0.060;
+  run.per_rank_phase_s = {phases(0.002, 0.003, 0.005, 0.060, 0.01), phases(0.002, 0.003, 0.005, 0.060, 0.01)};
+  auto advice = advise(run);
+  ASSERT_EQ(advice.size(), 2u);  // communication-bound, then why the efficiency is low
+  EXPECT_EQ(advice[1].verdict, kLowDataParallelEfficiency);
+  EXPECT_TRUE(mentions(advice[1].evidence, "the median rank is busy 20.0% of the 100.0 ms step")) << advice[1].evidence;
+  EXPECT_TRUE(mentions(advice[1].evidence, "cause: a small per-rank batch")) << advice[1].evidence;
+  EXPECT_TRUE(mentions(advice[1].action, "train.grad_accumulation")) << advice[1].action;
+  // Enough compute, still exposed: bucket size and compression.
+  run.phase_mean_s[phase_index(Phase::Backward)] = 0.065;
+  advice = advise(run);
+  ASSERT_EQ(advice.size(), 2u);
+  EXPECT_TRUE(mentions(advice[1].evidence, "cause: exposed communication")) << advice[1].evidence;
+  EXPECT_TRUE(mentions(advice[1].action, "distributed.bucket_cap_mb")) << advice[1].action;
+  // A straggler: the efficiency advice points at it.
+  run.per_rank_phase_s = {phases(0.002, 0.03, 0.02, 0.05, 0.01), phases(0.002, 0.03, 0.02, 0.05, 0.01),
+                          phases(0.050, 0.03, 0.02, 0.00, 0.01)};
+  advice = advise(run);
+  ASSERT_FALSE(advice.empty());
+  EXPECT_EQ(advice.back().verdict, kLowDataParallelEfficiency);
+  EXPECT_TRUE(mentions(advice.back().evidence, "cause: compute imbalance")) << advice.back().evidence;
+}
+
 TEST(Advisor, ComputeBoundOnlyWithoutMixedPrecision) {
   auto run = healthy();
   run.mixed_precision = false;  // forward + backward + optimizer = 90%

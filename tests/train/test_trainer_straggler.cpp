@@ -38,7 +38,8 @@ class SlowDataset : public data::Dataset {
   std::chrono::microseconds delay_;
 };
 
-// The straggler advice of a 2-rank run whose rank 1 `slow` makes slow.
+// The straggler advice of a 2-rank run whose rank 1 `slow` makes slow; the
+// run must also report its data-parallel efficiency as low, for that cause.
 nlohmann::json straggler_advice(const std::string& name, const std::function<void(train::TrainTask&)>& slow) {
   auto c = paisoar::testing::small_config();
   c.run_dir += "_straggler_" + name;
@@ -47,10 +48,17 @@ nlohmann::json straggler_advice(const std::string& name, const std::function<voi
   c.data.workers = 1;
   c.train.log_every = 5;
   c.eval.every_epochs = 0;
+  ::testing::internal::CaptureStdout();
   paisoar::testing::train_with(c, 2, nullptr, paisoar::testing::DataSource::Synthetic,
                                [&](int rank, train::TrainTask& task) {
                                  if (rank == 1) slow(task);
                                });
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("data-parallel efficiency 0."), std::string::npos) << out;
+  EXPECT_NE(out.find("[low data-parallel efficiency] the median rank is busy"), std::string::npos) << out;
+  EXPECT_NE(out.find("cause: compute imbalance, the other ranks wait for the straggler named above"),
+            std::string::npos)
+      << out;
   std::ifstream in(c.run_dir + "/metrics.jsonl");
   nlohmann::json found;
   for (std::string line; std::getline(in, line);) {

@@ -32,6 +32,10 @@ inline constexpr double kLossScaleCollapseFactor = 32.0;
 // waits in) exceeds the median rank's by > 15% (by its step time when the
 // phases are not known).
 inline constexpr double kStragglerExcess = 0.15;
+// Low data-parallel efficiency: the median rank is busy (every phase but the
+// communication it waits in) less than 80% of the step, so N ranks deliver
+// less than 0.8 N times what one rank with the same batch would.
+inline constexpr double kDataParallelEfficiencyFloor = 0.80;
 // Compute-bound: forward + backward + optimizer take more than 70% of the step
 // while mixed precision is off (the article's first lever is still unused).
 inline constexpr double kComputeBoundFraction = 0.70;
@@ -42,6 +46,7 @@ inline constexpr const char* kCommunicationBound = "communication-bound";
 inline constexpr const char* kUnstableLossScale = "unstable loss scale";
 inline constexpr const char* kStraggler = "straggler";
 inline constexpr const char* kComputeBound = "compute-bound";
+inline constexpr const char* kLowDataParallelEfficiency = "low data-parallel efficiency";
 
 struct RunMeasurements {
   int64_t steps = 0;
@@ -68,6 +73,12 @@ struct RunMeasurements {
   double fraction(Phase phase) const;
 };
 
+// The data-parallel efficiency the per-rank phases give: the median rank's
+// busy time over the step (what one rank with the same batch would take,
+// over what the step takes with the others); -1 without per-rank phases of
+// at least 2 ranks.
+double data_parallel_efficiency(const RunMeasurements& run);
+
 // steps, step and phase means from a StepProfiler summary; fill in the rest.
 RunMeasurements measurements_from(const ProfileSummary& summary);
 
@@ -78,7 +89,8 @@ struct Advice {
 };
 
 // In this order: data-bound, communication-bound, unstable loss scale,
-// straggler, compute-bound (only when neither data- nor communication-bound).
+// straggler, low data-parallel efficiency, compute-bound (only when neither
+// data- nor communication-bound).
 std::vector<Advice> advise(const RunMeasurements& run);
 
 }  // namespace paisoar::profiler
