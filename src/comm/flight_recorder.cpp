@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 namespace paisoar::comm {
 namespace {
@@ -81,13 +82,21 @@ std::shared_ptr<FlightRecorder> FlightRecorder::in_memory(int rank) {
 std::shared_ptr<FlightRecorder> FlightRecorder::from_env(const EnvMap& env) {
   const auto path = env.find("PAISOAR_FLIGHT_RECORD");
   if (path == env.end() || path->second.empty()) return nullptr;
+  // Every Communicator::from_env of the process shares one recorder: opening
+  // the file again would truncate the live record.
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<FlightRecorder>> open;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto known = open[path->second].lock()) return known;
   const auto rank = env.find("RANK");
   int r = -1;
   try {
     if (rank != env.end()) r = std::stoi(rank->second);
   } catch (const std::exception&) {
   }
-  return open_file(path->second, r);
+  auto recorder = open_file(path->second, r);
+  open[path->second] = recorder;
+  return recorder;
 }
 
 int FlightRecorder::group(const std::string& name, const std::vector<int>& global_ranks) {
@@ -116,12 +125,14 @@ FlightRecorder::Ticket FlightRecorder::issue(int group, int64_t seq, const char*
   Entry& e = file_->ring[index % util::flight::kCapacity];
   const uint64_t version = 2 * (index + 1);  // unique per use of the entry, even when written
   e.version.store(version - 1);
+  std::atomic_thread_fence(std::memory_order_release);  // odd before the fields change (seqlock writer)
   e.seq = seq;
   e.group = group;
   e.activity = thread_activity >= 0 ? thread_activity : file_->header.activity.load(std::memory_order_relaxed);
   e.step = file_->header.step.load(std::memory_order_relaxed);
   e.numel = numel;
   e.enqueued_ns = monotonic_ns();
+  e.waited_ns.store(0, std::memory_order_relaxed);
   e.ended_ns.store(0, std::memory_order_relaxed);
   e.peer = peer;
   std::strncpy(e.op, op, sizeof e.op - 1);
@@ -132,14 +143,28 @@ FlightRecorder::Ticket FlightRecorder::issue(int group, int64_t seq, const char*
   return {&e, version};
 }
 
-void FlightRecorder::done(const Ticket& ticket, bool ok) {
+namespace {
+
+// Sets one time field of the ticket's entry, unless the ring reused it; odd
+// while the bytes change, so a reader drops the torn copy.
+void stamp(const FlightRecorder::Ticket& ticket, std::atomic<int64_t> Entry::*field, int64_t value) {
   if (!ticket.entry) return;
   uint64_t expected = ticket.version;
-  // The entry's bytes change: odd while they do, so a reader drops the torn copy.
   if (!ticket.entry->version.compare_exchange_strong(expected, ticket.version + 1)) return;
-  ticket.entry->ended_ns.store(ok ? monotonic_ns() : -1);
+  std::atomic_thread_fence(std::memory_order_release);
+  (ticket.entry->*field).store(value);
   ticket.entry->version.store(ticket.version);
 }
+
+}  // namespace
+
+void FlightRecorder::waiting(const Ticket& ticket) {
+  if (ticket.entry && ticket.entry->waited_ns.load(std::memory_order_relaxed) == 0) {
+    stamp(ticket, &Entry::waited_ns, monotonic_ns());
+  }
+}
+
+void FlightRecorder::done(const Ticket& ticket, bool ok) { stamp(ticket, &Entry::ended_ns, ok ? monotonic_ns() : -1); }
 
 void FlightRecorder::set_activity(util::Activity activity, int64_t step) {
   auto& h = file_->header;

@@ -26,7 +26,8 @@ class FlightRecorder {
   static std::shared_ptr<FlightRecorder> open_file(const std::string& path, int rank);
   // The same layout in anonymous memory (tests; a run without the launcher).
   static std::shared_ptr<FlightRecorder> in_memory(int rank);
-  // open_file(PAISOAR_FLIGHT_RECORD) with RANK; null when it is not set.
+  // open_file(PAISOAR_FLIGHT_RECORD) with RANK, once per process (later
+  // calls share it); null when it is not set.
   static std::shared_ptr<FlightRecorder> from_env(const EnvMap& env);
   ~FlightRecorder();
   FlightRecorder(const FlightRecorder&) = delete;
@@ -44,8 +45,10 @@ class FlightRecorder {
   // Records a collective (`seq` its group's number) or, with peer >= 0, a
   // send/recv to or from that global rank. Thread-safe, lock-free.
   Ticket issue(int group, int64_t seq, const char* op, const char* dtype, int64_t numel, int peer = -1);
-  // Marks it done (failed: ended -1). Does nothing when the ring has since
-  // reused its entry.
+  // Marks that the rank now waits for it (once; a pipeline posts receives
+  // long before it waits for them), then that it is done (failed: ended -1).
+  // Each does nothing when the ring has since reused the entry.
+  static void waiting(const Ticket& ticket);
   static void done(const Ticket& ticket, bool ok);
 
   // What the training loop does from now on, in `step` (-1: keep the step).

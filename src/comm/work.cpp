@@ -25,6 +25,7 @@ void WorkImpl::wait() {
     return;
   }
   done_ = true;
+  FlightRecorder::waiting(flight_);
   try {
     for (auto& work : works_) {
       try {

@@ -105,10 +105,11 @@ const std::vector<SlowPart>& slow_parts() {
   return parts;
 }
 
+// The time a rank works: the parts slow_parts() can name.
 double busy_s(const std::array<double, kPhaseCount>& p) {
   double sum = 0;
-  for (size_t i = 0; i < kPhaseCount; ++i) {
-    if (i != phase_index(Phase::Communication)) sum += p[i];
+  for (const Phase phase : {Phase::DataWait, Phase::Forward, Phase::Backward, Phase::Optimizer}) {
+    sum += p[phase_index(phase)];
   }
   return sum;
 }
@@ -214,15 +215,24 @@ void check_stragglers(const RunMeasurements& run, std::vector<Advice>& out) {
 void check_efficiency(const RunMeasurements& run, std::vector<Advice>& out) {
   const double e = data_parallel_efficiency(run);
   if (e < 0 || e >= kDataParallelEfficiencyFloor) return;
-  const bool straggler = std::any_of(out.begin(), out.end(), [](const Advice& a) { return a.verdict == kStraggler; });
-  const double comm = run.phase_mean_s[phase_index(Phase::Communication)];
-  const double compute = run.phase_mean_s[phase_index(Phase::Forward)] + run.phase_mean_s[phase_index(Phase::Backward)];
+  const auto straggler = std::find_if(out.begin(), out.end(), [](const Advice& a) { return a.verdict == kStraggler; });
+  // The median rank's communication and compute.
+  std::vector<double> comms, computes;
+  for (const auto& r : run.per_rank_phase_s) {
+    comms.push_back(r[phase_index(Phase::Communication)]);
+    computes.push_back(r[phase_index(Phase::Forward)] + r[phase_index(Phase::Backward)]);
+  }
+  const double comm = median(comms), compute = median(computes);
   std::string evidence = "the median rank is busy " + percent(e) + " of the " + ms(run.step_mean_s) +
                          " step (limit " + percent(kDataParallelEfficiencyFloor) +
                          "): each rank delivers that share of what it would alone with the same batch; ";
   std::string action;
-  if (straggler) {
-    evidence += "cause: compute imbalance, the other ranks wait for the straggler named above";
+  if (straggler != out.end()) {
+    const std::string& e = straggler->evidence;
+    const size_t in = e.find("the excess is in ");
+    const std::string part = in == std::string::npos ? "" : e.substr(in + 17, e.find(':', in) - in - 17);
+    evidence += "cause: imbalance, the other ranks wait for the straggler named above" +
+                (part.empty() ? std::string() : " (slow in " + part + ")");
     action = "fix the straggler (above); until then every rank runs at its pace";
   } else if (comm > 0 && compute < comm) {
     evidence += "cause: a small per-rank batch, backward (" + ms(compute) + " with forward) is shorter than the " +

@@ -62,13 +62,13 @@ torch::Tensor join_shards(const std::vector<torch::Tensor>& shards, int64_t dim,
 
 std::map<std::string, ParameterSplit> parameter_splits(const torch::nn::Module& model) {
   std::map<std::string, ParameterSplit> splits;
-  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
-    const auto* layer = dynamic_cast<const SplitLayer*>(item.value().get());
-    if (!layer) continue;
-    for (const auto& [name, split] : layer->parameter_splits()) {
-      splits[item.key().empty() ? name : item.key() + "." + name] = split;
-    }
-  }
+  const auto add = [&](const torch::nn::Module& m, const std::string& prefix) {
+    const auto* layer = dynamic_cast<const SplitLayer*>(&m);
+    if (!layer) return;
+    for (const auto& [name, split] : layer->parameter_splits()) splits[prefix.empty() ? name : prefix + "." + name] = split;
+  };
+  add(model, "");  // itself without shared_from_this: a module on the stack has none
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) add(*item.value(), item.key());
   return splits;
 }
 

@@ -11,7 +11,8 @@
 namespace paisoar::train {
 
 void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
-                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision, const std::string& fast_precision) {
+                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision,
+                    const std::string& fast_precision, bool replicas_only) {
   const auto summary = prof.summary();
   auto run = profiler::measurements_from(summary);
   // One gather: each rank's step time and phase means.
@@ -21,7 +22,7 @@ void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
     run.per_rank_step_s.push_back(row[0]);
     std::array<double, profiler::kPhaseCount> phases{};
     std::copy(row.begin() + 1, row.end(), phases.begin());
-    run.per_rank_phase_s.push_back(phases);
+    if (replicas_only) run.per_rank_phase_s.push_back(phases);
   }
   run.loss_scale_history = stats.loss_scales;
   run.skipped_steps = stats.skipped_steps;

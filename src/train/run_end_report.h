@@ -22,12 +22,16 @@ struct RunStats {
   std::vector<double> save_wait_s;  // how long the step waited for each periodic checkpoint save
 };
 
-// Collective over `world`: every rank's mean step time is gathered; the lead
-// prints the profile and the advisor's verdicts, and records them (after
-// step `step`) in metrics.jsonl. `fast_precision`: what to
-// suggest for a compute-bound fp32 run ("" : nothing is faster here).
+// Collective over `world`: every rank's mean step time and phase means are
+// gathered; the lead prints the profile, the advisor's verdicts and the
+// data-parallel efficiency, and records the verdicts (after step `step`) in
+// metrics.jsonl. `fast_precision`: what to suggest for a compute-bound fp32
+// run ("" : nothing is faster here). `replicas_only`: every rank does the
+// same work (no pipeline stages, no tensor shards); otherwise the ranks'
+// phases are not compared (stages differ by design) and only step times are.
 void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
-                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision, const std::string& fast_precision);
+                    const profiler::StepProfiler& prof, const RunStats& stats, bool mixed_precision,
+                    const std::string& fast_precision, bool replicas_only);
 
 // Collective over `world`: every rank's memory (`mine`, its peak step added) is gathered; the lead prints the table.
 void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats);

@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <iterator>
 #include <optional>
 
@@ -39,7 +40,7 @@ torch::Tensor joined(const std::vector<torch::Tensor>& flat, const std::vector<i
 }  // namespace
 
 format::Metadata split_metadata(const torch::nn::Module& part) {
-  format::Metadata metadata;
+  format::Metadata metadata = {{kSplitsRecordedKey, "1"}};
   for (const auto& [name, split] : tensor_parallel::parameter_splits(part)) {
     metadata[kSplitKeyPrefix + name] = tensor_parallel::split_text(split);
   }
@@ -51,6 +52,15 @@ ShardSet join_tensor_shards(std::vector<ShardSet> shards) {
   if (shards.size() == 1) return std::move(shards[0]);
   ShardSet out = shards[0];
   out.dir = dirs_of(shards);
+  // Written before the parts recorded their splits: which tensors are shards is not known.
+  TORCH_CHECK(shards[0].metadata.count(kSplitsRecordedKey), "the tensor-parallel parts ", out.dir,
+              " do not record which parameters are shards (written by an older paisoar); resume with the "
+              "parallel: settings they were written with");
+  for (const auto& [name, buffer] : shards[0].buffers) {
+    TORCH_CHECK(!shards[0].metadata.count(kSplitKeyPrefix + name), "the tensor-parallel parts ", out.dir,
+                " hold '", name, "', a frozen (requires_grad false) shard, which cannot be joined yet; resume "
+                "with the parallel: settings they were written with");
+  }
   for (const auto& s : shards) {
     TORCH_CHECK(s.names == out.names, "the tensor-parallel parts ", out.dir,
                 " do not hold the same parameters (the checkpoint is damaged or mixes two saves)");
@@ -72,14 +82,21 @@ ShardSet join_tensor_shards(std::vector<ShardSet> shards) {
     if (const auto it = out.elementwise.find(name); it != out.elementwise.end()) {
       for (auto& [field, value] : it->second) {
         std::vector<torch::Tensor> parts;
-        for (const auto& s : shards) parts.push_back(s.elementwise.at(name).at(field));
+        for (const auto& s : shards) {
+          const auto state = s.elementwise.find(name);
+          TORCH_CHECK(state != s.elementwise.end() && state->second.count(field), "the tensor-parallel part '",
+                      s.dir, "' lacks the optimizer's '", field, "' of '", name, "' that '", shards[0].dir,
+                      "' holds (the checkpoint is damaged or mixes two saves)");
+          parts.push_back(state->second.at(field));
+        }
         value = joined(parts, shape, *split);
       }
     }
     out.shapes[name][static_cast<size_t>(split->dim)] *= static_cast<int64_t>(shards.size());
   }
   for (auto it = out.metadata.begin(); it != out.metadata.end();) {
-    it = it->first.rfind(kSplitKeyPrefix, 0) == 0 ? out.metadata.erase(it) : std::next(it);
+    const bool split_key = it->first.rfind(kSplitKeyPrefix, 0) == 0 || it->first == kSplitsRecordedKey;
+    it = split_key ? out.metadata.erase(it) : std::next(it);
   }
   return out;
 }
@@ -96,6 +113,9 @@ zero::detail::ModelNames whole_shapes(zero::detail::ModelNames part,
 
 void cut_tensor_shard(ShardSet& set, const std::map<std::string, ParameterSplit>& splits, int rank, int size) {
   for (const auto& [name, split] : splits) {
+    TORCH_CHECK(!set.buffers.count(name), "'", name, "' is a frozen (requires_grad false) tensor-parallel shard, "
+                "which a resume cannot cut from '", set.dir, "' yet; resume with the parallel: settings it was "
+                "written with");
     if (!set.params.count(name)) continue;  // another stage's: keep_part drops it
     const std::vector<int64_t> shape = set.shapes.at(name);
     const auto cut = [&](const torch::Tensor& flat) {

@@ -16,9 +16,13 @@
 namespace paisoar::train {
 
 inline constexpr const char* kSplitKeyPrefix = "tensor.split.";
+// Present in every part written since the splits are recorded (a part with
+// none of them then holds no shard).
+inline constexpr const char* kSplitsRecordedKey = "tensor.splits_recorded";
 
 // "tensor.split.<name>" -> "<dim>[/<parts>]" for every split parameter of
-// `part` (this rank's part of the model), for its files' metadata.
+// `part` (this rank's part of the model), and kSplitsRecordedKey, for its
+// files' metadata.
 format::Metadata split_metadata(const torch::nn::Module& part);
 
 // The parts t0, t1, ... of one model part (one pipeline stage), in tensor

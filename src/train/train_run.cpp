@@ -224,13 +224,13 @@ void TrainRun::save_if_due(int64_t step, const EpochTally& tally) {
   progress_.epoch_loss_sum = tally.loss_sum;
   progress_.epoch_steps = tally.loss_steps;
   if (!checkpoints_->due(step)) return;
-  comm::ActivityScope saving(tools_->flight, util::Activity::Checkpoint);
   const auto start = std::chrono::steady_clock::now();
   if (save(step)) saved_step_ = step;
   stats_.save_wait_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 bool TrainRun::save(int64_t step) {
+  comm::ActivityScope saving(tools_->flight, util::Activity::Checkpoint);  // the final save's too
   RunProgress progress = progress_;
   progress.loader = loader_.position();
   // The epoch's loss sum over the global batch (the mean of the ranks'), so a
@@ -286,7 +286,10 @@ std::function<double()> TrainRun::evaluation() {
 
 TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& evals) {
   if (saved_step_ != step) save(step);
-  if (async_) async_->wait();  // the last save is on disk when fit() returns; its error is thrown here
+  if (async_) {
+    comm::ActivityScope saving(tools_->flight, util::Activity::Checkpoint);
+    async_->wait();  // the last save is on disk when fit() returns; its error is thrown here
+  }
   if (!stats_.save_wait_s.empty()) {
     std::vector<double> waits = stats_.save_wait_s;
     std::nth_element(waits.begin(), waits.begin() + waits.size() / 2, waits.end());
@@ -308,7 +311,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
   if (config_.profiler.enabled && result.steps > 0) {
     result.pipeline_bubble = micro_->report_stages(*report_, *world_);
     report_profile(*report_, *world_, step, *prof_, stats_, plan_.precision.autocast.enabled,
-                   fast_precision_on(place_.device.type()));
+                   fast_precision_on(place_.device.type()), mesh_ == nullptr);
   }
   if (config_.profiler.memory) {
     report_memory(*report_, *world_, sync_->measure_memory(static_cast<int>(place_.rank), place_.device), stats_);

@@ -52,6 +52,7 @@ struct Entry {
   int64_t step;         // the step then (-1: none yet)
   int64_t numel;
   int64_t enqueued_ns;  // CLOCK_MONOTONIC
+  std::atomic<int64_t> waited_ns;  // when the rank began to wait for it (0: not yet)
   std::atomic<int64_t> ended_ns;  // 0 while in flight; -1 failed
   int32_t peer;
   int32_t pad;
@@ -102,10 +103,13 @@ struct FlightEntry {
   int64_t step = -1;
   int64_t numel = 0;
   int64_t enqueued_ns = 0;
+  int64_t waited_ns = 0;  // 0: issued, nobody waits for it yet (a pipeline's early receive)
   int64_t ended_ns = 0;  // 0: still in flight; -1: failed
   int peer = -1;
   std::string op, dtype;
   bool pending() const { return ended_ns == 0; }
+  // In flight and waited for: what a hang is made of.
+  bool awaited() const { return ended_ns == 0 && waited_ns > 0; }
 };
 
 struct FlightGroup {
@@ -164,7 +168,9 @@ inline bool parse(const std::string& a, const std::string& b, FlightSnapshot& ou
     const Entry& e = f.ring[i % kCapacity];
     const Entry& before = copies[0].ring[i % kCapacity];
     const uint64_t version = e.version.load();
-    if (version == 0 || version % 2 == 1 || version != before.version.load() ||
+    // Entry i is written with version 2 (i + 1): another is the entry 256
+    // before it (the slot claimed, not yet written) or a torn one.
+    if (version != 2 * (i + 1) || version != before.version.load() ||
         std::memcmp(static_cast<const void*>(&e), static_cast<const void*>(&before), sizeof(Entry)) != 0) {
       continue;  // being written, or rewritten between the two reads
     }
@@ -175,6 +181,7 @@ inline bool parse(const std::string& a, const std::string& b, FlightSnapshot& ou
     fe.step = e.step;
     fe.numel = e.numel;
     fe.enqueued_ns = e.enqueued_ns;
+    fe.waited_ns = e.waited_ns.load();
     fe.ended_ns = e.ended_ns.load();
     fe.peer = e.peer;
     fe.op = field_text(e.op, sizeof e.op);

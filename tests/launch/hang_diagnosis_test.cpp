@@ -47,6 +47,7 @@ FlightEntry call(int64_t seq, const char* op, int64_t issued_s_ago, bool done, i
   e.step = 7;
   e.activity = Activity::Backward;
   e.enqueued_ns = kNow - issued_s_ago * kSecond;
+  e.waited_ns = e.enqueued_ns;  // waited for at once (a pending one: since it was issued)
   e.ended_ns = done ? e.enqueued_ns + 1000 : 0;
   e.peer = peer;
   return e;
@@ -118,7 +119,9 @@ TEST(HangDiagnosis, AWaitIssuedInACheckpointGetsTheLongerLimit) {
   std::vector<RankRecord> ranks = {rank_record(0, Activity::Forward, 9, 1, {saving}),
                                    rank_record(1, Activity::Forward, 9, 1, {call(2, "allreduce", 200, true, 1, 1)})};
   EXPECT_FALSE(diagnose_hang(ranks, kNow, limits()).has_value());
-  ranks[0].record.entries[0].enqueued_ns = kNow - 301 * kSecond;
+  ranks[0].record.entries[0].waited_ns = kNow - 301 * kSecond;
+  EXPECT_FALSE(diagnose_hang(ranks, kNow, limits()).has_value());  // rank 1 trains on: progress
+  ranks[1].stopped = true;
   ASSERT_TRUE(diagnose_hang(ranks, kNow, limits()).has_value());
 }
 
@@ -129,8 +132,28 @@ TEST(HangDiagnosis, RanksWaitingInDifferentGroupsAreMismatchedControlFlow) {
   const auto verdict = diagnose_hang(ranks, kNow, limits());
   ASSERT_TRUE(verdict.has_value());
   expect_has(verdict->message, "rank 0 (local_rank 0, pid 100) did not reach allreduce #1 of group 'world/g0' (16 "
-                               "Float): it has waited 40 s in allreduce #5 of group 'world' (1024 Float) instead "
-                               "(mismatched control flow");
+                               "Float): it has waited 40 s in allreduce #5 of group 'world' (1024 Float) instead, "
+                               "which rank 1 has not issued (it issued 4 of group 'world', then went on to the "
+                               "collective it waits in: mismatched control flow");
+}
+
+// A pipeline posts receives long before it waits for them: issued is not waiting.
+TEST(HangDiagnosis, AnEarlyReceiveNobodyWaitsForIsNoHang) {
+  FlightEntry early = call(-1, "recv", 100, false, 0, 64, 0);
+  early.waited_ns = 0;
+  const std::vector<RankRecord> ranks = {rank_record(0, Activity::Forward, 7, 1, {}),
+                                         rank_record(1, Activity::Forward, 7, 1, {early})};
+  EXPECT_FALSE(diagnose_hang(ranks, kNow, limits()).has_value());
+}
+
+// A laggard that keeps changing activity is making progress: not named yet.
+TEST(HangDiagnosis, ABusyLaggardIsNotNamedUntilItStaysInOneActivityPastTheLimit) {
+  std::vector<RankRecord> ranks = {
+      rank_record(0, Activity::Other, 7, 40, {call(12, "allreduce", 35, false)}),
+      rank_record(1, Activity::Forward, 8, 5, {call(11, "allreduce", 60, true)})};
+  EXPECT_FALSE(diagnose_hang(ranks, kNow, limits()).has_value());
+  ranks[1].record.activity_since_ns = kNow - 31 * kSecond;
+  ASSERT_TRUE(diagnose_hang(ranks, kNow, limits()).has_value());
 }
 
 TEST(HangDiagnosis, ARankWaitingInAnEarlierCollectiveOfTheGroupIssuedFewer) {
@@ -152,6 +175,19 @@ TEST(HangDiagnosis, DifferentCallsOfTheSameNumberAreNamed) {
   expect_has(verdict->message, "collective #4 of group 'world' differs between ranks: rank 0 called allreduce #4 of "
                                "group 'world' (1024 Float) and has waited in it 40 s, rank 1 called broadcast #4 of "
                                "group 'world' (16 Float)");
+}
+
+// Stopped inside a collective its peers completed: the peers' next waits name it.
+TEST(HangDiagnosis, ARankStoppedInsideACollectiveIsNamedByThePeersNextWait) {
+  const std::vector<RankRecord> ranks = {
+      rank_record(0, Activity::Other, 3, 31, {call(25, "allgather_into", 32, true), call(26, "allreduce", 31, false)}),
+      rank_record(1, Activity::Other, 2, 33, {call(25, "allgather_into", 32, false)}, /*stopped=*/true)};
+  const auto verdict = diagnose_hang(ranks, kNow, limits());
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->culprit, 1);
+  expect_has(verdict->message, "rank 1 (local_rank 1, pid 101) did not reach allreduce #26 of group 'world' (1024 "
+                               "Float): it is stopped (SIGSTOP;");
+  EXPECT_EQ(verdict->message.find("rank 1 has waited"), std::string::npos) << verdict->message;
 }
 
 TEST(HangDiagnosis, AllJoinedAndNoneStoppedIsNotAHangYet) {

@@ -56,7 +56,7 @@ nlohmann::json straggler_advice(const std::string& name, const std::function<voi
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("data-parallel efficiency 0."), std::string::npos) << out;
   EXPECT_NE(out.find("[low data-parallel efficiency] the median rank is busy"), std::string::npos) << out;
-  EXPECT_NE(out.find("cause: compute imbalance, the other ranks wait for the straggler named above"),
+  EXPECT_NE(out.find("cause: imbalance, the other ranks wait for the straggler named above (slow in "),
             std::string::npos)
       << out;
   std::ifstream in(c.run_dir + "/metrics.jsonl");
