@@ -160,9 +160,8 @@ class Diagnosis {
       if (e->peer < 0 && waiter.issued(v.key_of(*e)) < e->seq) {
         return text + ", which rank " + std::to_string(waiter.rank->global_rank) + " has not issued (it issued " +
                std::to_string(waiter.issued(v.key_of(*e))) + " of group '" + v.group_of(*e).name +
-               "', then went on to the collective it waits in: mismatched control flow, a collective skipped on "
-               "one rank or an extra one on the other; every rank must issue the same collectives in the same "
-               "order)";
+               "'): each waits for the other (mismatched control flow: a collective skipped on one rank or an "
+               "extra one on the other; every rank must issue the same collectives in the same order)";
       }
       return text + " (mismatched control flow: the ranks wait for each other in different collectives)";
     }

@@ -133,8 +133,8 @@ TEST(HangDiagnosis, RanksWaitingInDifferentGroupsAreMismatchedControlFlow) {
   ASSERT_TRUE(verdict.has_value());
   expect_has(verdict->message, "rank 0 (local_rank 0, pid 100) did not reach allreduce #1 of group 'world/g0' (16 "
                                "Float): it has waited 40 s in allreduce #5 of group 'world' (1024 Float) instead, "
-                               "which rank 1 has not issued (it issued 4 of group 'world', then went on to the "
-                               "collective it waits in: mismatched control flow");
+                               "which rank 1 has not issued (it issued 4 of group 'world'): each waits for the "
+                               "other (mismatched control flow");
 }
 
 // A pipeline posts receives long before it waits for them: issued is not waiting.
