@@ -13,9 +13,11 @@
 #   scripts/fuzz.sh -t 600 image     one target for 10 minutes
 #   scripts/fuzz.sh -s 0 -t 600      ... from a random seed (new ground)
 # The mutations come from a fixed seed (1) unless -s says otherwise, so a run
-# from the committed seeds repeats: CI's run is the first 60 s of the same
-# sequence a longer local run with the same seed went through. -s 0 lets
-# libFuzzer pick one (printed in each log as "Seed: N").
+# from the committed seeds repeats. Without -t (CI) each target also stops
+# after the executions tests/fuzz/verified_runs lists: a prefix of the
+# sequence a longer local run with the same seed went through without a
+# finding. -s 0 lets libFuzzer pick a seed (printed in each log as "Seed: N");
+# -t runs uncapped for that long.
 # Inputs that reached new code stay in build-fuzz/corpus/<reader>/ and seed
 # the next local run.
 set -euo pipefail
@@ -23,9 +25,10 @@ cd "$(dirname "$0")/.."
 
 seconds=60
 seed=1
+capped=1
 while getopts "t:s:" opt; do
   case $opt in
-    t) seconds=$OPTARG ;;
+    t) seconds=$OPTARG; capped=0 ;;
     s) seed=$OPTARG ;;
     *) echo "usage: scripts/fuzz.sh [-t SECONDS_PER_TARGET] [-s SEED (0: random)] [READER...]" >&2; exit 2 ;;
   esac
@@ -69,6 +72,11 @@ run_target() {
   local r=$1 status=0 seeds=tests/fuzz/corpus/${1/#report/metrics} dict=tests/fuzz/dict/${1/#report/metrics}.dict
   local extra=()
   [ -f "$dict" ] && extra=(-dict="$dict")
+  if [ "$capped" = 1 ] && [ "$seed" = 1 ]; then
+    local runs
+    runs=$(awk -v t="$r" '$1 == t { print $2 }' tests/fuzz/verified_runs)
+    [ -n "$runs" ] && extra+=(-runs="$runs")
+  fi
   mkdir -p "$build/corpus/$r" "$build/findings/$r" "$build/logs"
   rm -f "$build/findings/$r"/*
   "$build/bin/fuzz_$r" -seed="$seed" -max_total_time="$seconds" -timeout=15 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
@@ -77,7 +85,7 @@ run_target() {
   echo "$status" >"$build/logs/$r.status"
 }
 
-echo "fuzz: ${readers[*]}: ${seconds} s each, $jobs at a time, seed $seed"
+echo "fuzz: ${readers[*]}: ${seconds} s each$([ "$capped" = 1 ] && [ "$seed" = 1 ] && echo " (at most tests/fuzz/verified_runs' executions)"), $jobs at a time, seed $seed"
 for r in "${readers[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
   run_target "$r" &
