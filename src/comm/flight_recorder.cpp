@@ -101,7 +101,10 @@ std::shared_ptr<FlightRecorder> FlightRecorder::from_env(const EnvMap& env) {
 
 int FlightRecorder::group(const std::string& name, const std::vector<int>& global_ranks) {
   std::string key = name;
-  for (int r : global_ranks) key += "," + std::to_string(r);
+  for (int r : global_ranks) {
+    key += ',';
+    key += std::to_string(r);
+  }
   std::lock_guard<std::mutex> lock(groups_mutex_);
   const auto known = std::find(group_keys_.begin(), group_keys_.end(), key);
   if (known != group_keys_.end()) return static_cast<int>(known - group_keys_.begin());

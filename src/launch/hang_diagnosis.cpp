@@ -21,7 +21,10 @@ using util::FlightGroup;
 
 std::string group_key(const FlightGroup& g) {
   std::string key = g.name;
-  for (int m : g.members) key += "," + std::to_string(m);
+  for (int m : g.members) {
+    key += ',';  // appended apart: gcc 12 warns (-Wrestrict, a false positive) on "," + to_string
+    key += std::to_string(m);
+  }
   return key;
 }
 
