@@ -19,30 +19,8 @@ namespace {
 
 using paisoar::testing::small_config;
 
-struct RankRun {
-  std::vector<torch::Tensor> initial, trained;
-  train::TrainResult result;
-};
-
-// Trains with `world` thread-ranks; every rank's parameters before and after.
-std::vector<RankRun> train_ranks(const train::TrainConfig& c, int world,
-                                 std::function<void(int64_t)> on_step = nullptr) {
-  static std::mutex seed_mutex;  // make_task seeds torch's global generator
-  std::vector<RankRun> runs(world);
-  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    train::Trainer trainer(c, comm);
-    train::TrainTask task;
-    {
-      std::lock_guard<std::mutex> lock(seed_mutex);
-      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
-    }
-    task.on_step = on_step;
-    for (const auto& p : task.model->parameters()) runs[rank].initial.push_back(p.detach().clone());
-    runs[rank].result = trainer.fit(task);
-    for (const auto& p : task.model->parameters()) runs[rank].trained.push_back(p.detach().clone());
-  });
-  return runs;
-}
+using paisoar::testing::RankRun;
+using paisoar::testing::train_ranks;
 
 // Each rank's error from building a Trainer and fitting the zoo's task ("" if none).
 std::vector<std::string> fit_errors(const train::TrainConfig& c, int world) {

@@ -68,18 +68,8 @@ train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layo
 // (any parallel: layout; `on_step` as TrainTask's).
 std::vector<train::TrainResult> fit_ranks(const train::TrainConfig& c, int world,
                                           std::function<void(int64_t)> on_step = nullptr) {
-  static std::mutex seed_mutex;  // make_task seeds torch's global generator
-  std::vector<train::TrainResult> results(static_cast<size_t>(world));
-  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
-    train::Trainer trainer(c, comm);
-    train::TrainTask task;
-    {
-      std::lock_guard<std::mutex> lock(seed_mutex);
-      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
-    }
-    task.on_step = on_step;
-    results[static_cast<size_t>(rank)] = trainer.fit(task);
-  });
+  std::vector<train::TrainResult> results;
+  for (auto& run : paisoar::testing::train_ranks(c, world, std::move(on_step))) results.push_back(run.result);
   return results;
 }
 

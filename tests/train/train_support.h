@@ -93,4 +93,32 @@ inline void expect_close(const std::vector<torch::Tensor>& a, const std::vector<
 }
 
 
+struct RankRun {
+  std::vector<torch::Tensor> initial, trained;
+  paisoar::train::TrainResult result;
+};
+
+// Trains with `world` thread-ranks under any parallel: layout (each rank
+// builds the zoo's task over its Trainer's tensor group); every rank's
+// parameters before and after, and its result.
+inline std::vector<RankRun> train_ranks(const paisoar::train::TrainConfig& c, int world,
+                                        std::function<void(int64_t)> on_step = nullptr) {
+  static std::mutex seed_mutex;  // make_task seeds torch's global generator
+  std::vector<RankRun> runs(static_cast<size_t>(world));
+  paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<paisoar::comm::Communicator> comm) {
+    paisoar::train::Trainer trainer(c, comm);
+    paisoar::train::TrainTask task;
+    {
+      std::lock_guard<std::mutex> lock(seed_mutex);
+      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
+    }
+    task.on_step = on_step;
+    RankRun& run = runs[static_cast<size_t>(rank)];
+    for (const auto& p : task.model->parameters()) run.initial.push_back(p.detach().clone());
+    run.result = trainer.fit(task);
+    for (const auto& p : task.model->parameters()) run.trained.push_back(p.detach().clone());
+  });
+  return runs;
+}
+
 }  // namespace paisoar::testing
