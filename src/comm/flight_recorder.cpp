@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,12 +24,6 @@ using util::flight::File;
 
 thread_local int thread_activity = -1;  // ThreadActivityScope's; -1: the process's
 
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 void copy_text(char* field, size_t size, const std::string& text) {
   std::memset(field, 0, size);
   std::memcpy(field, text.data(), std::min(text.size(), size - 1));
@@ -45,7 +38,7 @@ void init_header(File* file, int rank) {
   h.pid = static_cast<int32_t>(::getpid());
   h.activity.store(static_cast<int32_t>(util::Activity::Setup));
   h.step.store(-1);
-  h.activity_since_ns.store(monotonic_ns());
+  h.activity_since_ns.store(util::flight::now_ns());
 }
 
 }  // namespace
@@ -134,7 +127,7 @@ FlightRecorder::Ticket FlightRecorder::issue(int group, int64_t seq, const char*
   e.activity = thread_activity >= 0 ? thread_activity : file_->header.activity.load(std::memory_order_relaxed);
   e.step = file_->header.step.load(std::memory_order_relaxed);
   e.numel = numel;
-  e.enqueued_ns = monotonic_ns();
+  e.enqueued_ns = util::flight::now_ns();
   e.waited_ns.store(0, std::memory_order_relaxed);
   e.ended_ns.store(0, std::memory_order_relaxed);
   e.peer = peer;
@@ -163,17 +156,17 @@ void stamp(const FlightRecorder::Ticket& ticket, std::atomic<int64_t> Entry::*fi
 
 void FlightRecorder::waiting(const Ticket& ticket) {
   if (ticket.entry && ticket.entry->waited_ns.load(std::memory_order_relaxed) == 0) {
-    stamp(ticket, &Entry::waited_ns, monotonic_ns());
+    stamp(ticket, &Entry::waited_ns, util::flight::now_ns());
   }
 }
 
-void FlightRecorder::done(const Ticket& ticket, bool ok) { stamp(ticket, &Entry::ended_ns, ok ? monotonic_ns() : -1); }
+void FlightRecorder::done(const Ticket& ticket, bool ok) { stamp(ticket, &Entry::ended_ns, ok ? util::flight::now_ns() : -1); }
 
 void FlightRecorder::set_activity(util::Activity activity, int64_t step) {
   auto& h = file_->header;
   if (step >= 0) h.step.store(step, std::memory_order_relaxed);
   if (h.activity.load(std::memory_order_relaxed) == static_cast<int32_t>(activity)) return;
-  h.activity_since_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  h.activity_since_ns.store(util::flight::now_ns(), std::memory_order_relaxed);
   h.activity.store(static_cast<int32_t>(activity), std::memory_order_release);
 }
 

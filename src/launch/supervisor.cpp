@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -57,12 +56,6 @@ bool process_stopped(pid_t pid) {
   const std::size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() &&
          (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
-}
-
-int64_t monotonic_ns() {  // the flight records' clock
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string read_bytes(const std::string& path) {
@@ -394,7 +387,7 @@ void GroupRun::check_hang() {
   HangLimits limits;
   limits.wait_s = options_.hang_timeout_s;
   limits.long_activity_s = std::max(options_.hang_long_activity_s, options_.hang_timeout_s);
-  const std::optional<HangVerdict> verdict = diagnose_hang(records, monotonic_ns(), limits);
+  const std::optional<HangVerdict> verdict = diagnose_hang(records, util::flight::now_ns(), limits);
   if (!verdict) return;
   const LiveRank* culprit = &ranks_.front();
   for (const LiveRank& rank : ranks_) {

@@ -7,6 +7,8 @@
 // launcher reads it (paisoar_launch, no LibTorch). docs/DIAGNOSIS.md.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -34,6 +36,14 @@ inline const char* activity_name(Activity a) {
 }
 
 namespace flight {
+
+// The records' clock: CLOCK_MONOTONIC in nanoseconds, the same for every
+// process of the host (the writer stamps with it, the launcher compares).
+inline int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 inline constexpr char kMagic[8] = {'P', 'S', 'F', 'L', 'I', 'G', 'H', 'T'};
 inline constexpr uint32_t kLayout = 1;
