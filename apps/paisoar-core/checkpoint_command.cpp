@@ -96,8 +96,8 @@ int verify(const std::string& path) {
     size_t listed = 0;
     try {
       const checkpoint::CheckpointManager::Loaded loaded{f.step, format::load_safetensors(f.path)};
-      problems = train::checkpoint_problems(loaded, root, true);
-      bytes = fs::file_size(f.path);
+      problems = train::checkpoint_problems(*format::local_file_system(), loaded, root, true);
+      bytes = format::local_file_system()->status(f.path).size;
       const auto it = loaded.checkpoint.metadata.find(checkpoint::kFilesKey);
       if (problems.empty() && it != loaded.checkpoint.metadata.end()) {
         for (const auto& e : checkpoint::parse_file_manifest(it->second, f.path)) {

@@ -1,6 +1,6 @@
-// FileManifest: directory walk, whole-file CRC-32 (zlib's, as the safetensors
-// files use) through util::InputFile (a FIFO is refused, never waited on),
-// and the JSON form read through util::parse_json_text.
+// FileManifest: directory walk and whole-file CRC-32 (zlib's, as the
+// safetensors files use) through a format::FileSystem (a FIFO is refused,
+// never waited on), and the JSON form read through util::parse_json_text.
 #include "paisoar/checkpoint/file_manifest.h"
 
 #include <c10/util/Exception.h>
@@ -8,23 +8,18 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 
-#include <unistd.h>
-
-#include "src/util/input_file.h"
 #include "src/util/json_text.h"
 #include "src/util/text_check.h"
 
 namespace paisoar::checkpoint {
 namespace {
 
-namespace fs = std::filesystem;
+namespace stdfs = std::filesystem;
 
 std::string hex32(uint32_t value) {
   char text[9];
@@ -32,50 +27,31 @@ std::string hex32(uint32_t value) {
   return text;
 }
 
-uint32_t file_crc32(const std::string& path, uint64_t* bytes) {
-  util::InputFile in(path, "checkpoint file");
+uint32_t file_crc32(format::FileSystem& fs, const std::string& path, uint64_t* bytes) {
+  const auto in = fs.open(path, "checkpoint file");
   uLong crc = ::crc32(0, nullptr, 0);
   std::vector<unsigned char> buffer(1 << 20);
   uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(in.fd(), buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    TORCH_CHECK(n >= 0, "cannot read checkpoint file '", path, "': ", std::strerror(errno));
-    if (n == 0) break;
+  while (const size_t n = in->read(buffer.data(), buffer.size())) {
     crc = ::crc32(crc, buffer.data(), static_cast<uInt>(n));
-    total += static_cast<uint64_t>(n);
+    total += n;
   }
   *bytes = total;
   return static_cast<uint32_t>(crc);
 }
 
-// The regular files under <root>/<subdir> (relative paths), and the paths
-// that are there but are not regular files (a dangling link, a FIFO).
-void walk(const std::string& root, const std::string& subdir, std::set<std::string>& regular,
-          std::set<std::string>& other) {
-  std::error_code ec;
-  const fs::path base = fs::path(root) / subdir;
-  if (!fs::is_directory(base, ec)) return;
-  for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    const std::string relative = fs::path(it->path()).lexically_relative(root).generic_string();
-    if (it->is_directory(ec)) continue;
-    (it->is_regular_file(ec) ? regular : other).insert(relative);
-  }
-}
-
 }  // namespace
 
-std::vector<FileEntry> describe_files(const std::string& root, const std::string& subdir) {
-  std::set<std::string> regular, other;
-  walk(root, subdir, regular, other);
-  TORCH_CHECK(other.empty(), "checkpoint directory '", root, "' holds '", *other.begin(),
+std::vector<FileEntry> describe_files(format::FileSystem& fs, const std::string& root, const std::string& subdir) {
+  std::vector<std::string> other;
+  const auto regular = format::regular_files_under(fs, root, subdir, &other);
+  TORCH_CHECK(other.empty(), "checkpoint directory '", root, "' holds '", other.front(),
               "', which is not a regular file; remove it");
   std::vector<FileEntry> files;
   for (const auto& path : regular) {
     FileEntry entry;
     entry.path = path;
-    entry.crc32 = file_crc32(root + "/" + path, &entry.bytes);
+    entry.crc32 = file_crc32(fs, root + "/" + path, &entry.bytes);
     files.push_back(entry);
   }
   return files;
@@ -101,9 +77,9 @@ std::vector<FileEntry> parse_file_manifest(const std::string& text, const std::s
   if (!json.is_object()) damaged("is not a JSON object of files");
   std::vector<FileEntry> files;
   for (const auto& [path, value] : json.items()) {
-    const fs::path p(path);
+    const stdfs::path p(path);
     if (path.empty() || p.is_absolute() ||
-        std::any_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".." || part == "."; })) {
+        std::any_of(p.begin(), p.end(), [](const stdfs::path& part) { return part == ".." || part == "."; })) {
       damaged("names " + util::shown(path) + ", which is not a path inside the checkpoint directory");
     }
     FileEntry entry;
@@ -126,10 +102,11 @@ std::vector<FileEntry> parse_file_manifest(const std::string& text, const std::s
   return files;
 }
 
-std::vector<std::string> check_files(const std::string& root, const std::string& subdir,
+std::vector<std::string> check_files(format::FileSystem& fs, const std::string& root, const std::string& subdir,
                                      const std::vector<FileEntry>& files, bool checksums) {
-  std::set<std::string> regular, other;
-  walk(root, subdir, regular, other);
+  std::vector<std::string> other_list;
+  const auto regular_list = format::regular_files_under(fs, root, subdir, &other_list);
+  std::set<std::string> regular(regular_list.begin(), regular_list.end()), other(other_list.begin(), other_list.end());
   std::vector<std::string> problems;
   for (const auto& path : other) problems.push_back("'" + path + "' is not a regular file");
   for (const auto& f : files) {
@@ -139,17 +116,16 @@ std::vector<std::string> check_files(const std::string& root, const std::string&
       continue;
     }
     regular.erase(f.path);
-    std::error_code ec;
-    const uint64_t size = fs::file_size(path, ec);
-    if (ec || size != f.bytes) {
-      problems.push_back("'" + f.path + "' holds " + (ec ? "?" : std::to_string(size)) + " bytes, the manifest " +
+    const uint64_t size = fs.status(path).size;
+    if (size != f.bytes) {
+      problems.push_back("'" + f.path + "' holds " + std::to_string(size) + " bytes, the manifest " +
                          std::to_string(f.bytes));
       continue;
     }
     if (!checksums) continue;
     try {
       uint64_t bytes = 0;
-      const uint32_t crc = file_crc32(path, &bytes);
+      const uint32_t crc = file_crc32(fs, path, &bytes);
       if (crc != f.crc32) {
         problems.push_back("'" + f.path + "' has CRC-32 " + hex32(crc) + ", the manifest " + hex32(f.crc32));
       }

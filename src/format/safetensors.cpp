@@ -4,8 +4,7 @@
 // the header claims against the file's real size before any allocation.
 #include "paisoar/format/safetensors.h"
 
-#include "src/util/atomic_file.h"
-#include "src/util/input_file.h"
+#include "paisoar/format/file_system.h"
 #include "src/util/json_text.h"
 #include "src/util/text_check.h"
 
@@ -21,7 +20,6 @@
 #include <limits>
 #include <vector>
 
-#include <unistd.h>
 
 namespace paisoar::format {
 namespace {
@@ -72,20 +70,6 @@ std::string hex32(uint32_t value) {
   return text;
 }
 
-// Reads exactly `size` bytes from the file's current position; false at an
-// early end or an error.
-bool read_fully(int fd, void* out, uint64_t size) {
-  auto* p = static_cast<char*>(out);
-  while (size > 0) {
-    const ssize_t n = ::read(fd, p, std::min<uint64_t>(size, uint64_t{1} << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
 // The header's CRC covers its canonical form without the two CRC keys, so the
 // same text can be rebuilt from a parsed header on load.
 uint32_t header_crc(Json header) {
@@ -130,6 +114,12 @@ uint64_t byte_size(const torch::Tensor& t) { return static_cast<uint64_t>(t.nume
 }  // namespace
 
 void save_safetensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
+  save_safetensors(*local_file_system(), path, tensors, metadata);
+}
+
+TensorFile load_safetensors(const std::string& path) { return load_safetensors(*local_file_system(), path); }
+
+void save_safetensors(FileSystem& fs, const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
   TORCH_CHECK(host_is_little_endian(), "safetensors: this host is big-endian; paisoar writes little-endian only");
   for (const char* reserved : {kDataCrcKey, kHeaderCrcKey}) {
     TORCH_CHECK(metadata.count(reserved) == 0, "safetensors: metadata key '", reserved,
@@ -168,36 +158,36 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const M
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
   try {
-    util::AtomicFile file(path);
-    file.write(length, sizeof length);
-    file.write(text);
+    auto file = fs.create_atomically(path);
+    file->append(length, sizeof length);
+    file->append(text);
     for (const auto& [name, t] : layout) {
-      if (t.numel() > 0) file.write(t.data_ptr(), byte_size(t));
+      if (t.numel() > 0) file->append(t.data_ptr(), byte_size(t));
     }
-    file.commit();
-  } catch (const c10::Error& e) {  // AtomicFile's, naming the path
+    file->commit();
+  } catch (const c10::Error& e) {  // the file system's, naming the path
     TORCH_CHECK(false, "safetensors: ", e.what_without_backtrace());
   }
 }
 
-TensorFile load_safetensors(const std::string& path) {
+TensorFile load_safetensors(FileSystem& fs, const std::string& path) {
   TORCH_CHECK(host_is_little_endian(), "safetensors: this host is big-endian; paisoar reads little-endian only");
-  util::InputFile in(path, "safetensors file");  // a FIFO or device is refused, never waited on
-  const uint64_t file_size = in.size();
+  const auto in = fs.open(path, "safetensors file");  // a FIFO or device is refused, never waited on
+  const uint64_t file_size = in->size();
   auto bad = [&path](const std::string& why) {
     TORCH_CHECK(false, "safetensors: '", path, "' is not a valid safetensors file: ", why,
                 "; it is damaged or was not fully written, use another copy");
   };
   if (file_size < 8) bad("it holds " + std::to_string(file_size) + " bytes, fewer than the 8-byte header length");
   unsigned char length[8];
-  if (!read_fully(in.fd(), length, 8)) bad("reading the header length failed");
+  if (!read_exactly(*in, length, 8)) bad("reading the header length failed");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(length[i]) << (8 * i);
   if (n > kMaxHeaderBytes || n > file_size - 8) {
     bad("the header length is " + std::to_string(n) + " bytes but the file holds " + std::to_string(file_size));
   }
   std::string text(n, '\0');
-  if (!read_fully(in.fd(), text.data(), n)) bad("reading the header failed");
+  if (!read_exactly(*in, text.data(), n)) bad("reading the header failed");
 
   const Json header = parse_header(text, bad);
 
@@ -285,7 +275,7 @@ TensorFile load_safetensors(const std::string& path) {
     torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(e.type));
     const uint64_t size = e.end - e.begin;
     if (size > 0) {
-      if (!read_fully(in.fd(), t.data_ptr(), size)) bad("reading tensor " + util::shown(e.name) + " failed");
+      if (!read_exactly(*in, t.data_ptr(), size)) bad("reading tensor " + util::shown(e.name) + " failed");
       crc = crc_update(crc, t.data_ptr(), size);
     }
     result.tensors[e.name] = std::move(t);

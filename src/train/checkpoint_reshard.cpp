@@ -7,7 +7,6 @@
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
-#include <filesystem>
 #include <random>
 
 #include "paisoar/checkpoint/file_manifest.h"
@@ -23,11 +22,12 @@ std::string step_dir_name(const std::string& kind, int64_t step) {
 }
 
 std::string reshard_checkpoint(const std::string& source, const std::string& target, int ranks, int zero_stage) {
-  namespace fs = std::filesystem;
+  format::FileSystem& files_on = *format::local_file_system();
   TORCH_CHECK(ranks >= 1, "reshard: --ranks is ", ranks, "; give 1 or more");
   TORCH_CHECK(zero_stage >= 0 && zero_stage <= 3, "reshard: --zero_stage is ", zero_stage, "; give 0, 1, 2 or 3");
-  std::error_code ec;
-  TORCH_CHECK(!fs::exists(target, ec) || (fs::is_directory(target, ec) && fs::is_empty(target, ec)), "reshard: '",
+  const format::FileKind there = files_on.status(target).kind;
+  TORCH_CHECK(there == format::FileKind::Missing || (there == format::FileKind::Directory && files_on.list(target).empty()),
+              "reshard: '",
               target, "' exists and is not an empty directory; give a new one (nothing in it is overwritten)");
   checkpoint::CheckpointOptions reader;
   reader.dir = source;
@@ -53,7 +53,7 @@ std::string reshard_checkpoint(const std::string& source, const std::string& tar
   out.metadata["train.zero_stage"] = std::to_string(zero_stage);
   out.metadata["train.resharded_from"] = newest->step_file.checkpoint.source;
 
-  fs::create_directories(target);
+  files_on.create_directories(target);
   std::vector<checkpoint::FileEntry> files;
   if (zero_stage == 0) {
     // One optimizer group over every parameter, as the Trainer builds it;
@@ -76,22 +76,23 @@ std::string reshard_checkpoint(const std::string& source, const std::string& tar
     std::random_device rd;
     const int64_t run = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32) | rd()) >> 1);
     const auto shards = zero::detail::shard_files_of(set, ranks, zero_stage, run);
-    fs::create_directories(target + "/" + dir);
+    files_on.create_directories(target + "/" + dir);
     for (int r = 0; r < ranks; ++r) {
       auto& shard = shards[static_cast<size_t>(r)];
       format::Metadata metadata = shard.metadata;
       metadata["train.step"] = std::to_string(step);
-      format::save_safetensors(target + "/" + dir + "/" + zero::detail::shard_file_name(r, ranks), shard.tensors,
+      format::save_safetensors(files_on, target + "/" + dir + "/" + zero::detail::shard_file_name(r, ranks), shard.tensors,
                                metadata);
     }
     out.metadata[kShardKey] = dir;
-    files = checkpoint::describe_files(target, dir);
+    files = checkpoint::describe_files(files_on, target, dir);
   }
   out.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
   checkpoint::CheckpointOptions writer;
   writer.dir = target;
   checkpoint::CheckpointManager(writer).save(step, out);  // last, atomically: the commit
-  return target + "/" + fs::path(newest->step_file.checkpoint.source).filename().string();
+  const std::string& written = newest->step_file.checkpoint.source;
+  return target + written.substr(written.rfind('/'));
 }
 
 }  // namespace paisoar::train

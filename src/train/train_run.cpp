@@ -95,7 +95,9 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       scaler_(plan_.scaler, world_),
       finite_loss_(plan_.finite_loss, world_) {
   // The collective parts, in the order every rank runs their collectives:
-  checkpoints_.emplace(open_checkpoints(plan_.checkpoint, world_));  // 1. rank 0's directory check, agreed
+  checkpoint::CheckpointOptions checkpoints = plan_.checkpoint;
+  checkpoints.file_system = env.checkpoint_files;
+  checkpoints_.emplace(open_checkpoints(checkpoints, world_));  // 1. rank 0's directory check, agreed
   if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
   if (config.checkpoint.resume) {  // 3. the checkpoint every rank can use
     newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config), world_);

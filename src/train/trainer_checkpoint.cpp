@@ -16,7 +16,6 @@
 #include <cmath>
 #include <iostream>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
@@ -48,14 +47,17 @@ std::string exact_text(double value) {
 
 // Rank 0, after a save: removes the `kind` directories that no kept step file names.
 void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::string& kind) {
-  namespace fs = std::filesystem;
   std::set<std::string> kept;
   for (const auto& f : manager.list()) kept.insert(step_dir_name(kind, f.step));
   const std::regex pattern(kind + R"(-\d{12})");
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(manager.options().dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, pattern) && !kept.count(name)) fs::remove_all(entry.path(), ec);
+  const std::string& root = manager.options().dir;
+  for (const auto& name : manager.file_system().list(root)) {
+    if (!std::regex_match(name, pattern) || kept.count(name)) continue;
+    try {
+      manager.file_system().remove_all(root + "/" + name);
+    } catch (const c10::Error& e) {
+      std::fprintf(stderr, "warning: could not delete an old checkpoint's files: %s\n", e.what_without_backtrace());
+    }
   }
 }
 
@@ -145,20 +147,24 @@ namespace {
 void write_save(checkpoint::CheckpointManager& manager, const std::shared_ptr<comm::Communicator>& comm,
                 const SaveSnapshot& snapshot) {
   const std::string& root = manager.options().dir;
+  format::FileSystem& files_on = manager.file_system();
   format::TensorFile step_file = snapshot.step_file;
   std::vector<checkpoint::FileEntry> files;
   if (!snapshot.model_dir.empty()) {
-    if (comm->rank() == 0) {
-      std::error_code ec;  // a leftover of an interrupted save of this step (maybe by another world size)
-      std::filesystem::remove_all(root + "/" + snapshot.model_dir, ec);
+    std::string error;
+    if (comm->rank() == 0) {  // a leftover of an interrupted save of this step (maybe by another world size)
+      try {
+        files_on.remove_all(root + "/" + snapshot.model_dir);
+      } catch (const std::exception& e) {
+        error = error_text(e);
+      }
     }
     comm->barrier().wait();
-    std::string error;
-    if (!snapshot.model_file.empty()) {
+    if (error.empty() && !snapshot.model_file.empty()) {
       const std::string path = root + "/" + snapshot.model_file;
       try {
-        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-        format::save_safetensors(path, snapshot.model_state.tensors, snapshot.model_state.metadata);
+        files_on.create_directories(path.substr(0, path.rfind('/')));
+        format::save_safetensors(files_on, path, snapshot.model_state.tensors, snapshot.model_state.metadata);
       } catch (const std::exception& e) {
         error = "cannot write " + path + ": " + error_text(e);
       }
@@ -168,7 +174,7 @@ void write_save(checkpoint::CheckpointManager& manager, const std::shared_ptr<co
                                             : "another rank could not write its part of the checkpoint of step " +
                                                   std::to_string(snapshot.step) + " (its error says why)");
     }
-    if (comm->rank() == 0) files = checkpoint::describe_files(root, snapshot.model_dir);
+    if (comm->rank() == 0) files = checkpoint::describe_files(files_on, root, snapshot.model_dir);
   }
   step_file.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
   manager.save(snapshot.step, step_file);

@@ -138,11 +138,11 @@ bool save_checkpoint(checkpoint::CheckpointManager& manager, const std::shared_p
                      OnCheckpointError on_error, const SaveSnapshot& snapshot);
 
 // What is wrong with the Trainer checkpoint `loaded` (a step file that read
-// intact) in checkpoint.dir `root`: no CRC-32s, a train.step other than its
+// intact) in checkpoint.dir `root` on `fs`: no CRC-32s, a train.step other than its
 // name's, a damaged manifest, listed files missing or of another size (with
 // `checksums`, of other contents: every listed file is read), files present
 // but not listed. Empty: it can be resumed. Not collective.
-std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager::Loaded& loaded,
+std::vector<std::string> checkpoint_problems(format::FileSystem& fs, const checkpoint::CheckpointManager::Loaded& loaded,
                                              const std::string& root, bool checksums);
 
 // The checkpoint a resume starts from, read in full and checked: its step

@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -46,25 +45,22 @@ std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, 
 
 // One part directory (<dir>/p<stage>-t<shard>/) as a ShardSet: its
 // part.safetensors, or its ZeRO shards.
-zero::detail::ShardSet read_part(const std::string& part) {
-  std::error_code ec;
-  if (std::filesystem::exists(part + "/" + kPartFile, ec)) {
-    return zero::detail::shard_set_of_whole(format::load_safetensors(part + "/" + kPartFile), {});
+zero::detail::ShardSet read_part(format::FileSystem& fs, const std::string& part) {
+  if (fs.status(part + "/" + kPartFile).kind != format::FileKind::Missing) {
+    return zero::detail::shard_set_of_whole(format::load_safetensors(fs, part + "/" + kPartFile), {});
   }
-  return zero::detail::read_shard_set(part);
+  return zero::detail::read_shard_set(fs, part);
 }
 
 // The parts of a model-parallel checkpoint (<dir>/p<stage>-t<shard>/, whole
 // or ZeRO shards) as one model: each stage's tensor-parallel shards joined,
 // the stages one after another. Throws c10::Error when a stage lacks a shard.
-zero::detail::ShardSet whole_of_parts(const std::string& dir) {
+zero::detail::ShardSet whole_of_parts(format::FileSystem& fs, const std::string& dir) {
   std::map<int, std::map<int, std::string>> stages;  // stage -> tensor rank -> directory
-  std::error_code ec;
   const std::regex pattern(R"(p(\d{1,6})-t(\d{1,6}))");
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  for (const auto& name : fs.list(dir)) {
     std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern)) stages[std::stoi(m[1])][std::stoi(m[2])] = entry.path().string();
+    if (std::regex_match(name, m, pattern)) stages[std::stoi(m[1])][std::stoi(m[2])] = dir + "/" + name;
   }
   if (stages.empty()) C10_THROW_ERROR(Error, dir + " holds no part (p<stage>-t<shard>/)");
   zero::detail::ShardSet whole;
@@ -76,7 +72,7 @@ zero::detail::ShardSet whole_of_parts(const std::string& dir) {
                                  "/ (stage " + std::to_string(stage) + "'s tensor-parallel shard " +
                                  std::to_string(parts.size()) + "); the checkpoint is incomplete");
       }
-      parts.push_back(read_part(part));
+      parts.push_back(read_part(fs, part));
     }
     zero::detail::append_part(whole, join_tensor_shards(std::move(parts)));
   }
@@ -104,7 +100,7 @@ void read_model_state(const TrainerState& state, const zero::detail::ShardSet* s
 
 }  // namespace
 
-std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager::Loaded& loaded,
+std::vector<std::string> checkpoint_problems(format::FileSystem& fs, const checkpoint::CheckpointManager::Loaded& loaded,
                                              const std::string& root, bool checksums) {
   const auto& c = loaded.checkpoint;
   std::vector<std::string> problems;
@@ -125,7 +121,7 @@ std::vector<std::string> checkpoint_problems(const checkpoint::CheckpointManager
     if (dir.empty()) {
       for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
     } else {
-      for (auto& p : checkpoint::check_files(root, dir, files, checksums)) problems.push_back(std::move(p));
+      for (auto& p : checkpoint::check_files(fs, root, dir, files, checksums)) problems.push_back(std::move(p));
     }
   } catch (const c10::Error& e) {
     problems.push_back(e.what_without_backtrace());
@@ -138,8 +134,9 @@ namespace {
 // Refuses (c10::Error, so load_latest falls back to an older one) a step file
 // that the Trainer cannot trust (checkpoint_problems, without reading the
 // listed files' bytes: their own CRCs are checked as they load).
-void check_resumable(const checkpoint::CheckpointManager::Loaded& loaded, const std::string& root) {
-  const auto problems = checkpoint_problems(loaded, root, false);
+void check_resumable(format::FileSystem& fs, const checkpoint::CheckpointManager::Loaded& loaded,
+                     const std::string& root) {
+  const auto problems = checkpoint_problems(fs, loaded, root, false);
   if (problems.empty()) return;
   std::string list;
   for (const auto& p : problems) list += (list.empty() ? "" : "; ") + p;
@@ -152,11 +149,11 @@ namespace {
 
 // The checkpoint `file` as a resume would use it on this rank (see
 // newest_checkpoint). Throws when it cannot.
-ResumeSource read_source(const checkpoint::CheckpointFile& file, const std::string& root,
+ResumeSource read_source(format::FileSystem& fs, const checkpoint::CheckpointFile& file, const std::string& root,
                          const std::string& part_name, const std::string& part_layout) {
   ResumeSource source;
-  source.step_file = {file.step, format::load_safetensors(file.path)};
-  check_resumable(source.step_file, root);
+  source.step_file = {file.step, format::load_safetensors(fs, file.path)};
+  check_resumable(fs, source.step_file, root);
   const auto& c = source.step_file.checkpoint;
   const std::string parts = named_step_dir(c, kPartsKey, "parts");
   const auto written = c.metadata.find(kPartLayoutKey);
@@ -165,16 +162,15 @@ ResumeSource read_source(const checkpoint::CheckpointFile& file, const std::stri
   source.whole_model = !part_name.empty() && !own_part;
   if (own_part) {
     const std::string dir = root + "/" + parts + "/" + part_name;
-    std::error_code ec;
-    if (std::filesystem::exists(dir + "/" + kPartFile, ec)) {
-      source.part_file = format::load_safetensors(dir + "/" + kPartFile);
+    if (fs.status(dir + "/" + kPartFile).kind != format::FileKind::Missing) {
+      source.part_file = format::load_safetensors(fs, dir + "/" + kPartFile);
     } else {
-      source.shards = zero::detail::read_shard_set(dir);
+      source.shards = zero::detail::read_shard_set(fs, dir);
     }
   } else if (!parts.empty()) {
-    source.shards = whole_of_parts(root + "/" + parts);  // every part: the whole model
+    source.shards = whole_of_parts(fs, root + "/" + parts);  // every part: the whole model
   } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
-    source.shards = zero::detail::read_shard_set(root + "/" + shards);
+    source.shards = zero::detail::read_shard_set(fs, root + "/" + shards);
   }
   return source;
 }
@@ -205,7 +201,7 @@ std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManage
     std::optional<ResumeSource> source;
     std::string error;
     try {
-      source = read_source(files[i], root, part_name, part_layout);
+      source = read_source(manager.file_system(), files[i], root, part_name, part_layout);
     } catch (const std::exception& e) {
       error = error_text(e);
     }

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -21,7 +20,6 @@
 namespace paisoar::zero::detail {
 namespace {
 
-namespace fs = std::filesystem;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -59,15 +57,14 @@ std::string shard_file_name(int rank, int world) {
   return "zero-" + std::to_string(rank) + "-of-" + std::to_string(world) + ".safetensors";
 }
 
-ShardSet read_shard_set(const std::string& dir) {
-  std::error_code ec;
-  TORCH_CHECK(fs::is_directory(dir, ec), "ZeRO checkpoint directory '", dir, "' does not exist");
+ShardSet read_shard_set(format::FileSystem& files_on, const std::string& dir) {
+  TORCH_CHECK(files_on.status(dir).kind == format::FileKind::Directory, "ZeRO checkpoint directory '", dir,
+              "' does not exist");
   // At most 6 digits: a million ranks, and no overflow in stoi for a name that lies.
   const std::regex pattern(R"(zero-(\d{1,6})-of-(\d{1,6})\.safetensors)");
   std::map<int, std::set<int>> ranks_by_world;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  for (const auto& name : files_on.list(dir)) {
     std::smatch m;
-    const std::string name = entry.path().filename().string();
     if (std::regex_match(name, m, pattern)) ranks_by_world[std::stoi(m[2])].insert(std::stoi(m[1]));
   }
   TORCH_CHECK(!ranks_by_world.empty(), "'", dir, "' holds no ZeRO shard files (zero-<rank>-of-<world>.safetensors); "
@@ -98,7 +95,7 @@ ShardSet read_shard_set(const std::string& dir) {
   }
 
   std::vector<format::TensorFile> files;
-  for (int r = 0; r < set.world; ++r) files.push_back(format::load_safetensors(dir + "/" + shard_file_name(r, set.world)));
+  for (int r = 0; r < set.world; ++r) files.push_back(format::load_safetensors(files_on, dir + "/" + shard_file_name(r, set.world)));
   const std::string& run = meta(files[0], "zero.run");
   std::vector<std::string> foreign;
   for (int r = 1; r < set.world; ++r) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/format/file_system.h"
 #include "paisoar/format/tensor_file.h"
 #include "paisoar/zero/zero_optimizer.h"
 
@@ -31,7 +32,7 @@ struct ShardSet {
 
 // Throws c10::Error listing missing files, files of another save or world
 // size, or pieces that do not cover a parameter.
-ShardSet read_shard_set(const std::string& dir);
+ShardSet read_shard_set(format::FileSystem& fs, const std::string& dir);
 
 // The same view of a whole-model checkpoint (capture_training_state's layout:
 // "model.<name>", "optim.<i>.<field>" with i counted over the optimizer's

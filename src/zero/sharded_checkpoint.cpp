@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 
 #include "paisoar/optim/optimizer_state.h"
@@ -88,10 +87,10 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::
   // A rank that cannot write must not leave the others waiting in a
   // collective: its error is kept until every rank has agreed at the end.
   std::string error;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!std::filesystem::is_directory(dir)) {
-    error = "save_sharded: cannot create directory '" + dir + "'" + (ec ? ": " + ec.message() : std::string());
+  try {
+    format::local_file_system()->create_directories(dir);
+  } catch (const c10::Error& e) {
+    error = std::string("save_sharded: ") + e.what_without_backtrace();
   }
   const ShardFile shard = capture_shard(z, extra);
   if (error.empty()) {
@@ -200,7 +199,7 @@ void detail::load_shard_set(ZeroOptimizer& z, ShardSet set) {
 }
 
 format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
-  detail::ShardSet set = detail::read_shard_set(dir);
+  detail::ShardSet set = detail::read_shard_set(*format::local_file_system(), dir);
   format::Metadata metadata = set.metadata;
   detail::load_shard_set(z, std::move(set));
   return metadata;
@@ -211,7 +210,7 @@ void load_whole(ZeroOptimizer& z, const format::TensorFile& whole) {
 }
 
 void consolidate_shards(const std::string& dir, const std::string& out_path) {
-  const detail::ShardSet set = detail::read_shard_set(dir);
+  const detail::ShardSet set = detail::read_shard_set(*format::local_file_system(), dir);
   std::vector<std::string> shards;
   for (int r = 0; r < set.world; ++r) shards.push_back(dir + "/" + detail::shard_file_name(r, set.world));
   util::require_not_an_input(out_path, shards, "zero-consolidate: the output");

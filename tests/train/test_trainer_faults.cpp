@@ -3,7 +3,9 @@
 // in a collective); a full disk (every checkpoint write fails with ENOSPC)
 // stops every rank with the error under checkpoint.on_error=stop, and under
 // warn lets the run finish with a warning. A rank that stalls longer than
-// the collective timeout is named by the rank that waited for it.
+// the collective timeout is named by the rank that waited for it. A crash in
+// the middle of a save, on a failing file system in memory, resumes from the
+// checkpoint before.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
+#include "src/format/faulty_file_system.h"
 #include "src/util/fault_point.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_ranks.h"
@@ -52,7 +55,8 @@ struct RankOutcome {
 // Runs fit on 2 thread-ranks and reports each rank's outcome (no rethrow).
 std::vector<RankOutcome> fit_on_two_ranks(const train::TrainConfig& c,
                                           std::function<void(int rank, int64_t step)> on_step = nullptr,
-                                          comm::CommOptions options = paisoar::testing::test_options()) {
+                                          comm::CommOptions options = paisoar::testing::test_options(),
+                                          const train::RunEnvironment& env = {}) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<RankOutcome> outcomes(2);
   comm::Store store = comm::Store::hash();
@@ -67,7 +71,7 @@ std::vector<RankOutcome> fit_on_two_ranks(const train::TrainConfig& c,
           task = paisoar::testing::synthetic_task(c);
         }
         if (on_step) task.on_step = [&on_step, rank](int64_t step) { on_step(rank, step); };
-        outcomes[rank].steps = train::Trainer(c, comm).fit(task).steps;
+        outcomes[rank].steps = train::Trainer(c, comm, env).fit(task).steps;
         outcomes[rank].finished = true;
       } catch (const std::exception& e) {
         outcomes[rank].error = e.what();
@@ -134,6 +138,59 @@ TEST(TrainerFaults, FullDiskUnderWarnFinishesTheRun) {
   EXPECT_TRUE(contains(err, "No space left on device")) << err;
   for (const auto& e : std::filesystem::directory_iterator(dir / "small/ckpt")) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "a partial file is left: " << e.path();
+  }
+}
+
+// A crash in the middle of a save on a disk in memory (rank 1's ZeRO-2 shard
+// written but never renamed; rank 0's step file torn): every rank stops; a
+// restart on the same disk resumes from the checkpoint before, naming a
+// damaged newer one, and ends with the uninterrupted run's parameters.
+TEST(TrainerFaults, ACrashInTheMiddleOfASaveResumesFromTheCheckpointBefore) {
+  using format::FileFault;
+  struct Case {
+    FileFault::Kind kind;
+    const char* file;
+    bool named;  // the restart warns about the damaged checkpoint
+  };
+  const std::string root = "/paisoar-memory-disk";
+  for (const Case& k : {Case{FileFault::Kind::CrashBeforeRename, "zero-000000000002/zero-1-of-2", false},
+                        Case{FileFault::Kind::TornFile, "step-000000000002", true}}) {
+    SCOPED_TRACE(k.file);
+    paisoar::testing::TempDir dir("trainer_faults");
+    auto c = tiny_config(dir / "run");
+    c.zero.stage = 2;
+    c.train.epochs = 2;  // 4 steps, a checkpoint after each
+    c.checkpoint.dir = root + "/ckpt";
+    train::RunEnvironment uninterrupted;
+    uninterrupted.checkpoint_files = format::memory_file_system();
+    const auto reference = paisoar::testing::train_with(c, 2, nullptr, paisoar::testing::DataSource::Synthetic,
+                                                        nullptr, uninterrupted);
+
+    auto disk = format::memory_file_system();
+    train::RunEnvironment crashing;
+    auto faulty = std::make_shared<format::FaultyFileSystem>(disk, FileFault{k.kind, k.file, 0, 0});
+    crashing.checkpoint_files = faulty;
+    ::testing::internal::CaptureStderr();
+    const auto outcomes = fit_on_two_ranks(c, nullptr, paisoar::testing::test_options(), crashing);
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(faulty->crashed());
+    for (const auto& o : outcomes) {
+      EXPECT_FALSE(o.finished);
+      EXPECT_TRUE(contains(o.error, "the checkpoint of step 2 was not written")) << o.error;
+    }
+
+    train::RunEnvironment restarted;
+    restarted.checkpoint_files = disk;
+    ::testing::internal::CaptureStderr();
+    const auto resumed = paisoar::testing::train_with(c, 2, nullptr, paisoar::testing::DataSource::Synthetic,
+                                                      nullptr, restarted);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(resumed.second.resumed_from, c.checkpoint.dir + "/step-000000000001.safetensors");
+    EXPECT_EQ(resumed.second.global_step, 4);
+    EXPECT_EQ(contains(err, "skipping checkpoint '" + c.checkpoint.dir + "/step-000000000002.safetensors'"), k.named)
+        << err;
+    paisoar::testing::expect_close(resumed.first, reference.first, 1e-6);
+    EXPECT_FALSE(std::filesystem::exists(root));
   }
 }
 

@@ -58,11 +58,13 @@ inline paisoar::train::TrainTask synthetic_task(
 enum class DataSource { Synthetic, FashionMnist };
 
 // Trains with `world` thread-ranks; returns rank 0's parameters and result.
-// `prepare`, when given, sees each rank's task last, before it is trained.
+// `prepare`, when given, sees each rank's task last, before it is trained;
+// `env` is every rank's RunEnvironment.
 inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_with(
     const paisoar::train::TrainConfig& c, int world, std::function<void(int64_t)> on_step = nullptr,
     DataSource data = DataSource::Synthetic,
-    std::function<void(int rank, paisoar::train::TrainTask&)> prepare = nullptr) {
+    std::function<void(int rank, paisoar::train::TrainTask&)> prepare = nullptr,
+    const paisoar::train::RunEnvironment& env = {}) {
   static std::mutex seed_mutex;  // make_task seeds torch's global generator
   std::vector<std::vector<torch::Tensor>> params(world);
   std::vector<paisoar::train::TrainResult> results(world);
@@ -74,7 +76,7 @@ inline std::pair<std::vector<torch::Tensor>, paisoar::train::TrainResult> train_
     }
     task.on_step = on_step;
     if (prepare) prepare(rank, task);
-    results[rank] = paisoar::train::Trainer(c, comm).fit(task);
+    results[rank] = paisoar::train::Trainer(c, comm, env).fit(task);
     for (const auto& p : task.model->parameters()) params[rank].push_back(p.detach().clone());
   });
   for (int r = 1; r < world; ++r) {

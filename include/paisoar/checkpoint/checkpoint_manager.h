@@ -4,6 +4,7 @@
 // reported on stderr and skipped).
 #pragma once
 
+#include "paisoar/format/file_system.h"
 #include "paisoar/format/tensor_file.h"
 
 #include <cstdint>
@@ -19,6 +20,8 @@ struct CheckpointOptions {
   int64_t every_steps = 0;   // due(step) every this many steps; 0: never due
   int64_t keep_last = 3;     // files kept after each save; <= 0 keeps all
   int rank = 0;              // only rank 0 writes and prunes; every rank can load
+  // Where the files live; null: format::local_file_system().
+  std::shared_ptr<format::FileSystem> file_system;
 };
 
 struct CheckpointFile {
@@ -65,15 +68,17 @@ class CheckpointManager {
   void warn_unusable_entries() const;
 
   const CheckpointOptions& options() const { return options_; }
+  // The file system every file of these checkpoints goes through.
+  format::FileSystem& file_system() const { return *options_.file_system; }
 
  private:
   std::string path_for(int64_t step) const;
   void prune() const;
 
   CheckpointOptions options_;
-  // Rank 0: the directory's lock (flock on <dir>/.paisoar-lock), held while
-  // the manager lives so a second job cannot write the same directory.
-  std::shared_ptr<const int> lock_;
+  // Rank 0: the directory's lock (<dir>/.paisoar-lock), held while the
+  // manager lives so a second job cannot write the same directory.
+  std::shared_ptr<const void> lock_;
 };
 
 }  // namespace paisoar::checkpoint

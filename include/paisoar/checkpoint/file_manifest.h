@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/format/file_system.h"
+
 namespace paisoar::checkpoint {
 
 inline constexpr const char* kFilesKey = "checkpoint.files";
@@ -21,9 +23,9 @@ struct FileEntry {
 };
 
 // Every regular file under <root>/<subdir>, recursively, sorted by path, with
-// its size and CRC-32 (read in full). Throws c10::Error naming a file that
-// cannot be read or is not a regular file.
-std::vector<FileEntry> describe_files(const std::string& root, const std::string& subdir);
+// its size and CRC-32 (read in full through `fs`). Throws c10::Error naming a
+// file that cannot be read or is not a regular file.
+std::vector<FileEntry> describe_files(format::FileSystem& fs, const std::string& root, const std::string& subdir);
 
 // As JSON text {"<path>": {"bytes": N, "crc32": "8 hex digits"}, ...}, and back.
 // parse_file_manifest throws c10::Error naming `source` and the key when the
@@ -35,7 +37,7 @@ std::vector<FileEntry> parse_file_manifest(const std::string& text, const std::s
 // listed file missing or of another size (and, with `checksums`, another
 // CRC-32), each file present but not listed. Empty: the files are the ones
 // written. Without `checksums` it reads no file's bytes.
-std::vector<std::string> check_files(const std::string& root, const std::string& subdir,
+std::vector<std::string> check_files(format::FileSystem& fs, const std::string& root, const std::string& subdir,
                                      const std::vector<FileEntry>& files, bool checksums);
 
 }  // namespace paisoar::checkpoint

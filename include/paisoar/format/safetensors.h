@@ -6,6 +6,7 @@
 // load; files without them (e.g. written by Python) load unchecked.
 #pragma once
 
+#include "paisoar/format/file_system.h"
 #include "paisoar/format/tensor_file.h"
 
 #include <string>
@@ -30,5 +31,10 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const M
 // of the result is `path`. Throws c10::Error naming the file if it cannot be
 // read, is truncated, has a malformed header, or fails its CRC check.
 TensorFile load_safetensors(const std::string& path);
+
+// The same through `fs` (the two above use local_file_system()).
+void save_safetensors(FileSystem& fs, const std::string& path, const TensorMap& tensors,
+                      const Metadata& metadata = {});
+TensorFile load_safetensors(FileSystem& fs, const std::string& path);
 
 }  // namespace paisoar::format

@@ -3,9 +3,11 @@
 // it nothing reads the environment (tests/cmake/environment_at_the_edge.cmake).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "paisoar/comm/env.h"
+#include "paisoar/format/file_system.h"
 
 namespace paisoar::train {
 
@@ -16,6 +18,9 @@ struct RunEnvironment {
   // The file `paisoar launch --heartbeat_timeout` watches (PAISOAR_HEARTBEAT_FILE);
   // empty: no heartbeat.
   std::string heartbeat_file;
+  // The file system the checkpoints (checkpoint.dir) are written to and read
+  // from; null: the local disk. Tests give an in-memory or failing one.
+  std::shared_ptr<format::FileSystem> checkpoint_files;
 
   // Parses `env` (comm::process_env() at the edge). Throws
   // c10::ValueError naming a malformed variable.
