@@ -1,8 +1,12 @@
 // DataParallelSteps: per micro-batch, set_sync (on for the last), pre_forward,
 // the forward under the precision context, post_forward, the finite-loss
 // vote, the scaled backward; DDP and ZeRO pair their collectives in this order.
+// A non-finite loss is traced (non_finite_source.h) on the rank that saw it.
 #include "src/train/data_parallel_steps.h"
 
+#include <cstdio>
+
+#include "src/train/non_finite_source.h"
 #include "src/train/region_checks.h"
 
 namespace paisoar::train {
@@ -14,6 +18,41 @@ DataParallelSteps::DataParallelSteps(const TrainTask& task, int64_t accumulation
       accumulation_(accumulation),
       policy_checked_(policy.empty()),
       checkpointing_checked_(!checkpointing) {}
+
+std::string DataParallelSteps::explain_non_finite(StepTools& t, int64_t step, int64_t micro,
+                                                  const torch::Tensor& loss, const data::Batch& batch) const {
+  if (torch::isfinite(loss.detach()).all().item<bool>()) return "";  // another rank's
+  if (t.sync.zero() && t.sync.zero()->stage() == 3) {
+    return "rank " + std::to_string(t.rank) + ", step " + std::to_string(step) +
+           ": the loss is not finite (not traced to a region under zero.stage 3, whose forward gathers "
+           "parameters collectively; rerun with zero.stage 2 to find it)";
+  }
+  try {
+    const NonFiniteSource source =
+        find_non_finite_source(*task_.model, task_.forward, loss_, batch.data, batch.labels, t.precision);
+    return non_finite_advice(source, t.rank, step, micro, batch.indices);
+  } catch (const std::exception& e) {
+    return "rank " + std::to_string(t.rank) + ", step " + std::to_string(step) +
+           ": the loss is not finite; re-running the micro-batch to find where failed: " + e.what();
+  }
+}
+
+bool DataParallelSteps::agree_finite(StepTools& t, int64_t step, int64_t micro, const torch::Tensor& loss,
+                                     const data::Batch& batch) {
+  try {
+    if (t.finite_loss(loss, step)) return true;
+  } catch (const amp::NonFiniteLossError& e) {
+    const std::string why = explain_non_finite(t, step, micro, loss, batch);
+    if (why.empty()) throw;
+    throw amp::NonFiniteLossError(std::string(e.what_without_backtrace()) + "\n" + why, e.step());
+  }
+  const std::string why = explain_non_finite(t, step, micro, loss, batch);
+  if (!why.empty()) {
+    std::fprintf(stderr, "paisoar: non-finite loss skipped: %s\n", why.c_str());
+    std::fflush(stderr);
+  }
+  return false;
+}
 
 StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
   StepOutcome outcome;
@@ -41,7 +80,7 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
       }
     }
     t.sync.post_forward({out});
-    if (!t.finite_loss(loss, step)) {
+    if (!agree_finite(t, step, micro, loss, batch)) {
       outcome.skip = true;  // the rest of the step's micro-batches are dropped with it
       break;
     }

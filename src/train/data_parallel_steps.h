@@ -20,6 +20,16 @@ class DataParallelSteps : public MicroSteps {
   ForwardFn eval_forward() const override { return task_.forward; }
 
  private:
+  // The finite-loss vote over every rank (amp::FiniteLossCheck): true when
+  // every loss is finite. Otherwise the rank whose loss is not finite traces
+  // it (explain_non_finite) into the error it throws (amp.skip_nonfinite
+  // off) or the warning it prints (on), and it returns false.
+  bool agree_finite(StepTools& tools, int64_t step, int64_t micro, const torch::Tensor& loss,
+                    const data::Batch& batch);
+  // "" when this rank's own loss is finite.
+  std::string explain_non_finite(StepTools& tools, int64_t step, int64_t micro, const torch::Tensor& loss,
+                                 const data::Batch& batch) const;
+
   const TrainTask& task_;
   const LossFn loss_;
   const int64_t accumulation_;

@@ -55,6 +55,7 @@ struct StepTools {
   memory::CheckpointRegions* recompute;  // null: activation checkpointing is off
   torch::Device device;                  // the model's
   comm::FlightRecorder* flight = nullptr;  // null: no flight record
+  int rank = 0;                            // in the world, for messages
 
   [[nodiscard]] TimedPhase phase(profiler::Phase phase);
 };

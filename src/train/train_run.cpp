@@ -127,7 +127,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   print_opening();
   tools_.emplace(StepTools{loader_, *prof_, *sync_, finite_loss_, scaler_, plan_.precision,
                            recompute_ ? &*recompute_ : nullptr, place_.device,
-                           world_->options().flight_recorder.get()});
+                           world_->options().flight_recorder.get(), world_->rank()});
 }
 
 TrainerState TrainRun::trainer_state() {
