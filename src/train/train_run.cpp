@@ -20,7 +20,10 @@
 #include "paisoar/memory/tracking_allocator.h"
 #include "paisoar/hybrid/replicated_parameters.h"
 #include "paisoar/profiler.h"
+#include "paisoar/comm/agreement.h"
+#include "paisoar/error.h"
 #include "src/train/data_parallel_steps.h"
+#include "src/train/memory_prediction.h"
 #include "src/train/pipeline_steps.h"
 #include "src/train/trainer_evaluate.h"
 
@@ -128,6 +131,70 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   tools_.emplace(StepTools{loader_, *prof_, *sync_, finite_loss_, scaler_, plan_.precision,
                            recompute_ ? &*recompute_ : nullptr, place_.device,
                            world_->options().flight_recorder.get(), world_->rank()});
+  check_memory();  // 8. one agreement: does every rank fit?
+}
+
+void TrainRun::check_memory() {
+  // Not predicted: a pipeline or tensor shards (a stage's forward talks to
+  // others) and ZeRO-3 (its forward gathers parameters collectively).
+  if (!config_.memory.predict || mesh_ || config_.zero.stage >= 3) return;
+  const int64_t micro = plan_.loader.batch_size;
+  const auto began = std::chrono::steady_clock::now();
+  std::string over, skipped;
+  try {
+    if (place_.device.is_cpu()) memory::install_cpu_tracking_allocator();
+    torch::nn::Module& model = *micro_->model();
+    const LossFn loss = loss_of(task_);
+    const auto [data, labels] = first_samples(*task_.train_data, micro, place_.device);
+    amp::RegionRunner* recompute = recompute_ ? &*recompute_ : nullptr;
+    const auto measure = [&](int64_t n, amp::RegionRunner* runner) {
+      return measure_step_bytes(model, task_.forward, loss, data.narrow(0, 0, n), labels.narrow(0, 0, n),
+                                plan_.precision, runner, place_.device);
+    };
+    MemoryLayout layout{config_.optimizer.name, config_.optimizer.momentum, config_.zero.stage, place_.data_world,
+                        std::max<int64_t>(0, measure_optimizer_step_bytes(model, config_.optimizer, place_.device))};
+    const int64_t step_bytes = measure(data.size(0), recompute);
+    if (step_bytes < 0) {
+      skipped = "this device's allocations are not counted";
+    } else {
+      const MemoryPrediction predicted = predict_memory(model, layout, step_bytes);
+      predicted_peak_bytes_ = predicted.total();
+      const int64_t budget = memory_budget_bytes(config_.memory, place_.device, place_.ranks_per_node, predicted.parameters);
+      if (place_.rank == 0) {
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+        report_->message("memory: predicted peak per rank " + describe_prediction(predicted, data.size(0)) +
+                         (budget > 0 ? ", budget " + std::to_string(budget / (1 << 20)) + " MiB" : std::string()) +
+                         " (measured in " + std::to_string(static_cast<int64_t>(ms + 0.5)) + " ms)");
+      }
+      if (budget > 0 && predicted.total() > budget) {
+        std::vector<MemoryFix> fixes;
+        for (int64_t stage = config_.zero.stage + 1; stage <= 2 && place_.data_world > 1; ++stage) {
+          MemoryLayout sharded = layout;
+          sharded.zero_stage = stage;
+          fixes.push_back({"zero.stage: " + std::to_string(stage), predict_memory(model, sharded, step_bytes), micro});
+        }
+        if (!recompute_) {
+          memory::CheckpointRegions every({"*"});
+          const int64_t bytes = measure(data.size(0), &every);
+          if (!every.seen().empty()) {
+            fixes.push_back({"activation_checkpointing: [\"*\"]", predict_memory(model, layout, bytes), micro});
+          }
+        }
+        for (int64_t k = 2; k <= 8 && micro % k == 0; k *= 2) {
+          fixes.push_back({"train.grad_accumulation: " + std::to_string(plan_.accumulation * k),
+                           predict_memory(model, layout, measure(micro / k, recompute)), micro / k});
+        }
+        over = over_budget_message(place_.rank, predicted, data.size(0), budget, fixes);
+      }
+    }
+  } catch (const std::exception& e) {
+    skipped = error_text(e);
+  }
+  if (!skipped.empty() && place_.rank == 0) report_->message("memory: not predicted (" + skipped + ")");
+  if (comm::any_rank(world_, !over.empty())) {
+    throw ConfigError(!over.empty() ? over : "memory: another rank's predicted peak is over its budget "
+                                             "(memory.budget_mb); its error names the changes that fit");
+  }
 }
 
 TrainerState TrainRun::trainer_state() {
@@ -216,7 +283,11 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
     }
     schedule_->step();
   }
-  if (meter) stats_.peak_step_bytes = std::max(stats_.peak_step_bytes, meter->peak_above_start());
+  // The run's first step allocates the optimizer's state, counted apart:
+  // the peak of a step is taken from the steps after it (when there are any).
+  if (meter && (step > start_.step || plan_.total_steps - start_.step == 1)) {
+    stats_.peak_step_bytes = std::max(stats_.peak_step_bytes, meter->peak_above_start());
+  }
   if (plan_.scaler.enabled) stats_.loss_scales.push_back(scaler_.get_scale());
   prof.end_step();
   return outcome;
@@ -309,6 +380,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
   result.time_to_target_s = evals.time_to_target_s();
   result.steps = step - start_.step;
   result.global_step = step;
+  result.predicted_peak_bytes = predicted_peak_bytes_;
   result.seconds = evals.seconds();
   if (config_.profiler.enabled && result.steps > 0) {
     result.pipeline_bubble = micro_->report_stages(*report_, *world_);
@@ -316,7 +388,12 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
                    fast_precision_on(place_.device.type()), mesh_ == nullptr);
   }
   if (config_.profiler.memory) {
-    report_memory(*report_, *world_, sync_->measure_memory(static_cast<int>(place_.rank), place_.device), stats_);
+    const memory::MemoryReport mine = sync_->measure_memory(static_cast<int>(place_.rank), place_.device);
+    if (stats_.peak_step_bytes >= 0) {
+      result.measured_peak_bytes =
+          mine.parameter_bytes + mine.gradient_bytes + mine.optimizer_state_bytes + stats_.peak_step_bytes;
+    }
+    report_memory(*report_, *world_, mine, stats_);
   }
   sync_->finish();
   const double trained = evals.train_seconds();

@@ -103,6 +103,10 @@ class TrainRun {
   TrainerState trainer_state();  // what a checkpoint holds, over the parts built so far
   ResumePoint resume();          // collective: the newest checkpoint restored, or step 0
   void print_opening();          // the lead's first lines; builds the profiler
+  // Collective (one agreement): this rank's peak predicted before the first
+  // step (memory_prediction.h) and printed by the lead; every rank throws
+  // ConfigError when any rank's is over its budget.
+  void check_memory();
   bool save(int64_t step);       // collective: save_checkpoint under checkpoint.on_error
   BatchShape batch_shape() const;
 
@@ -141,6 +145,7 @@ class TrainRun {
   std::optional<LogWindow> log_window_;
   RunStats stats_;
   double grad_norm_ = -1;  // the last step's total gradient norm (clipped or logged steps), else -1
+  int64_t predicted_peak_bytes_ = -1;  // check_memory's, -1: not predicted
   // checkpoint.async; last, so it is destroyed (waiting for the save in
   // flight) before the parts that save reads.
   std::optional<AsyncSaver> async_;

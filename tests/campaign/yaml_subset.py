@@ -17,7 +17,7 @@ class Unknown(Exception):
     """Valid-looking YAML outside the subset this oracle understands."""
 
 
-SECTION_NAMES = {"logging", "model", "data", "train", "optimizer", "schedule", "amp", "distributed", "zero",
+SECTION_NAMES = {"logging", "model", "data", "train", "optimizer", "schedule", "amp", "distributed", "zero", "memory",
                  "parallel", "checkpoint", "profiler", "eval"}
 NULLS = {"", "~", "null", "Null", "NULL"}
 INDICATORS_REFUSED = "&*!|>%@`"  # anchors, aliases, tags, block scalars, reserved: none yields a value here

@@ -162,3 +162,23 @@ def test_config_text_that_is_not_one_clean_yaml_document(paisoar, tmp_path, text
 def test_a_set_value_with_a_quote_left_open(paisoar):
     r = paisoar("train", "--config", CONFIG, "--set", 'run_dir="runs/x')
     config_error(r, "--set run_dir: not valid YAML: the text ends inside something it opened")
+
+
+def test_a_run_over_its_memory_budget_stops_before_training_with_changes_that_fit(paisoar, tmp_path):
+    # 2 ranks as processes; 12 MiB each is below the 64-sample micro-batch's
+    # predicted peak (about 18 MiB in bf16) and above the 8-sample one's.
+    run_dir = tmp_path / "run"
+    r = paisoar("train", "--config", CONFIG, "--nproc", "2", "--set", f"run_dir={run_dir}",
+                "--set", "data.train_limit=512", "--set", "train.max_steps=2", "--set", "memory.budget_mb=12",
+                timeout=300)
+    # Raised inside each rank's Trainer: the launcher's failure code, as for
+    # a checkpoint directory in use.
+    assert r.code == 1, r
+    assert printable(r.err), r
+    for rank in (0, 1):
+        for words in (f"[rank{rank}]: paisoar: error: memory: rank {rank}'s predicted peak is",
+                      "over its budget of 12.0 MiB (memory.budget_mb)", "stops before the first step",
+                      "Changes that fit, cheapest first:", f"[rank{rank}]:   train.grad_accumulation: 8  -> predicted"):
+            assert words in r.err, f"{words!r} not in:\n{r}"
+    assert "epoch 0 step" not in r.out + r.err, r  # no step was trained
+    assert not (run_dir / "checkpoints").exists() or not any((run_dir / "checkpoints").glob("step-*")), r

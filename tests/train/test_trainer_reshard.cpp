@@ -48,6 +48,7 @@ train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layo
   auto c = small_config();
   c.run_dir = run_dir;
   c.model.name = "mlp";  // a LayerList too, so every ZeRO stage can hold it
+  c.memory.predict = false;  // its probe's forward would be recorded as a step's input (InputsSeen)
   c.optimizer.name = "adamw";
   c.optimizer.lr = 0.002;
   c.optimizer.weight_decay = 0.01;

@@ -103,6 +103,15 @@ struct ZeroConfig {
   bool prefetch = true;  // stage 3: gather the next layer while this one computes
 };
 
+// Memory before the first step (docs/TROUBLESHOOTING.md, out of memory):
+// each rank's peak is predicted from one micro-batch's forward and backward
+// and the parameter, gradient and optimizer-state bytes by ZeRO stage, and a
+// run that would not fit stops before training with the changes that fit.
+struct MemoryConfig {
+  bool predict = true;     // false: no prediction, no check
+  double budget_mb = 0;    // per rank; 0: the machine's available memory over its ranks (CPU)
+};
+
 // Model parallelism (docs/PARALLEL.md): the ranks as data x pipeline x
 // tensor, with data x pipeline x tensor = the world size.
 struct ParallelConfig {
@@ -170,6 +179,7 @@ struct TrainConfig {
   // Model regions (amp::in_region names, glob patterns such as "layer*")
   // whose activations are recomputed in backward instead of kept.
   std::vector<std::string> activation_checkpointing;
+  MemoryConfig memory;
   CheckpointConfig checkpoint;
   ProfilerConfig profiler;
   EvalConfig eval;

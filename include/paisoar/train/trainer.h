@@ -78,6 +78,12 @@ struct TrainResult {
   // With a pipeline: the measured bubble, 1 - the stages' compute over P x the
   // slowest stage's step (mean per step), next to (P-1)/(M+P-1); -1 without.
   double pipeline_bubble = -1;
+  // This rank's peak memory predicted before the first step (memory.predict),
+  // and, with profiler.memory, measured: parameters + gradients + optimizer
+  // state after training plus the most one step allocated above its start.
+  // -1: not predicted / measured.
+  int64_t predicted_peak_bytes = -1;
+  int64_t measured_peak_bytes = -1;
 };
 
 // With parallel.pipeline or parallel.tensor > 1 (docs/PARALLEL.md) the ranks

@@ -1,0 +1,178 @@
+// The memory prediction: the step measured with autograd::grad over the
+// trainable parameters (their gradients are returned and dropped, so no
+// .grad is touched and no gradient hook, DDP's included, fires), under a
+// PeakMeter; the optimizer's temporaries measured on a copy of the largest
+// parameter; the rest counted from the model's storages and the optimizer's
+// known state per parameter.
+#include "src/train/memory_prediction.h"
+
+#include <ATen/core/Generator.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+#include <torch/autograd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "paisoar/memory/device_memory.h"
+#include "paisoar/memory/memory_report.h"
+#include "paisoar/memory/tracking_allocator.h"
+#include "src/train/optimizer_factory.h"
+
+namespace paisoar::train {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string mib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / kMiB);
+  return text;
+}
+
+std::vector<torch::Tensor> trainable(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  return params;
+}
+
+// Optimizer state per trainable parameter element, in parameter-sized tensors.
+double state_per_parameter(const MemoryLayout& layout) {
+  if (layout.optimizer == "sgd") return layout.momentum > 0 ? 1 : 0;  // the momentum buffer
+  if (layout.optimizer == "lars") return 1;                           // its momentum
+  return 2;                                                           // adamw, lamb: two moments
+}
+
+}  // namespace
+
+int64_t measure_step_bytes(torch::nn::Module& model, const ForwardFn& forward, const LossFn& loss_fn,
+                           const torch::Tensor& data, const torch::Tensor& labels, const Precision& precision,
+                           amp::RegionRunner* recompute, c10::Device device) {
+  if (device.is_cpu() && !memory::cpu_tracking_allocator_installed()) return -1;
+  std::vector<torch::Tensor> buffers, kept;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& b : model.buffers()) {
+      buffers.push_back(b);
+      kept.push_back(b.clone());
+    }
+  }
+  auto generator = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor rng_state = generator.get_state();  // dropout draws from it; training must not see the probe
+  const std::vector<torch::Tensor> params = trainable(model);
+  int64_t peak = -1;
+  {
+    memory::PeakMeter meter(device);
+    {
+      torch::Tensor loss;
+      {
+        PrecisionContext context(precision, recompute);
+        loss = loss_fn(forward(data), labels);
+      }
+      if (!params.empty() && loss.requires_grad()) {
+        torch::autograd::grad({loss}, params, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                              /*allow_unused=*/true);
+      }
+    }
+    peak = meter.peak_above_start();
+  }
+  generator.set_state(rng_state);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(kept[i]);
+  return peak;
+}
+
+std::pair<torch::Tensor, torch::Tensor> first_samples(const data::Dataset& data, int64_t n, c10::Device device) {
+  std::vector<torch::Tensor> inputs;
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < std::min(n, data.size()); ++i) {
+    data::SampleRng rng(0, 0, static_cast<uint64_t>(i));
+    data::Example e = data.get(i, rng);
+    inputs.push_back(e.data);
+    labels.push_back(e.label);
+  }
+  TORCH_CHECK(!inputs.empty(), "the training data is empty");
+  return {torch::stack(inputs).to(device), torch::tensor(labels, torch::kLong).to(device)};
+}
+
+int64_t measure_optimizer_step_bytes(const torch::nn::Module& model, const OptimizerConfig& config,
+                                     c10::Device device) {
+  if (device.is_cpu() && !memory::cpu_tracking_allocator_installed()) return -1;
+  torch::Tensor largest;
+  for (const auto& p : trainable(model)) {
+    if (!largest.defined() || p.numel() > largest.numel()) largest = p;
+  }
+  if (!largest.defined()) return 0;
+  torch::NoGradGuard no_grad;
+  torch::Tensor copy = largest.detach().clone().requires_grad_(true);
+  copy.mutable_grad() = torch::full_like(copy, 1e-3);  // not from the global generator: training draws from it
+  const auto optimizer = make_optimizer(config, {copy}, 1e-3);
+  optimizer->step();  // the first step makes the state
+  memory::PeakMeter meter(device);
+  optimizer->step();
+  return meter.peak_above_start();
+}
+
+MemoryPrediction predict_memory(const torch::nn::Module& model, const MemoryLayout& layout, int64_t step_bytes) {
+  std::vector<torch::Tensor> held = model.parameters();
+  for (const auto& b : model.buffers()) held.push_back(b);
+  const int64_t trainable_bytes = memory::storage_bytes(trainable(model));
+  const int64_t shards = std::max<int64_t>(1, layout.data_world);
+  MemoryPrediction p;
+  p.parameters = memory::storage_bytes(held);
+  p.gradients = layout.zero_stage >= 2 ? trainable_bytes / shards : trainable_bytes;
+  const double state = state_per_parameter(layout) * static_cast<double>(trainable_bytes);
+  p.optimizer_state = static_cast<int64_t>(layout.zero_stage >= 1 ? state / static_cast<double>(shards) : state);
+  p.step = std::max<int64_t>({0, step_bytes, layout.optimizer_step_bytes});
+  return p;
+}
+
+std::string describe_prediction(const MemoryPrediction& p, int64_t micro_batch) {
+  return mib(p.total()) + " MiB (parameters " + mib(p.parameters) + ", gradients " + mib(p.gradients) +
+         ", optimizer state " + mib(p.optimizer_state) + ", a step of micro-batch " + std::to_string(micro_batch) +
+         " above them " + mib(p.step) + ")";
+}
+
+int64_t memory_budget_bytes(const MemoryConfig& config, c10::Device device, int64_t ranks_per_node, int64_t held) {
+  if (config.budget_mb > 0) return static_cast<int64_t>(config.budget_mb * kMiB);
+  if (!device.is_cpu()) return -1;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = -1;
+  while (meminfo >> key) {
+    if (key == "MemAvailable:") {
+      meminfo >> kib;
+      break;
+    }
+    meminfo.ignore(1 << 10, '\n');
+  }
+  if (kib < 0) return -1;
+  return kib * 1024 / std::max<int64_t>(1, ranks_per_node) + held;
+}
+
+std::string over_budget_message(int64_t rank, const MemoryPrediction& predicted, int64_t micro_batch, int64_t budget,
+                                const std::vector<MemoryFix>& fixes) {
+  std::ostringstream out;
+  out << "memory: rank " << rank << "'s predicted peak is " << describe_prediction(predicted, micro_batch)
+      << ", over its budget of " << mib(budget) << " MiB (memory.budget_mb); it would likely run out of memory, so it "
+      << "stops before the first step.";
+  std::vector<const MemoryFix*> fit;
+  for (const auto& f : fixes) {
+    if (f.predicted.total() <= budget) fit.push_back(&f);
+  }
+  if (fit.empty()) {
+    out << " None of the changes tried fits";
+    for (const auto& f : fixes) out << (&f == &fixes.front() ? " (" : "; ") << f.change << ": " << mib(f.predicted.total()) << " MiB";
+    out << (fixes.empty() ? "" : ")") << ": use more ranks, a smaller model, or raise memory.budget_mb";
+    return out.str();
+  }
+  out << " Changes that fit, cheapest first:";
+  for (const auto* f : fit) out << "\n  " << f->change << "  -> predicted " << describe_prediction(f->predicted, f->micro_batch);
+  out << "\n(or raise memory.budget_mb, or set memory.predict: false to train anyway)";
+  return out.str();
+}
+
+}  // namespace paisoar::train
