@@ -89,8 +89,22 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
       t.scaler.scale(loss / parts).backward();
     }
     outcome.loss += loss.item<double>() / parts;
+    if (t.precision.scales_loss()) last_batch_ = batch;  // references, no copy
   }
   return outcome;
+}
+
+std::string DataParallelSteps::explain_skipped_steps(int64_t step, StepTools& t, int64_t skipped, double scale) {
+  if (!last_batch_.data.defined() || (t.sync.zero() && t.sync.zero()->stage() == 3)) return "";
+  try {
+    const auto source = find_non_finite_gradient_source(*task_.model, task_.forward, loss_, last_batch_.data,
+                                                        last_batch_.labels, t.precision, scale);
+    if (!source.reproduced && t.rank != 0) return "";  // the lead says it once
+    return non_finite_gradient_advice(source, t.rank, step, skipped, scale, last_batch_.indices);
+  } catch (const std::exception& e) {
+    return "rank " + std::to_string(t.rank) + ", step " + std::to_string(step) + ": the loss scaler skipped " +
+           std::to_string(skipped) + " steps in a row; re-running the last micro-batch to find why failed: " + e.what();
+  }
 }
 
 }  // namespace paisoar::train

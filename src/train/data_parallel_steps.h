@@ -16,6 +16,7 @@ class DataParallelSteps : public MicroSteps {
                     bool checkpointing);
 
   StepOutcome run(int64_t step, StepTools& tools) override;
+  std::string explain_skipped_steps(int64_t step, StepTools& tools, int64_t skipped, double scale) override;
   std::shared_ptr<torch::nn::Module> model() const override { return task_.model; }
   ForwardFn eval_forward() const override { return task_.forward; }
 
@@ -35,6 +36,7 @@ class DataParallelSteps : public MicroSteps {
   const int64_t accumulation_;
   bool policy_checked_;         // amp.fp32_modules / low_modules matched a region (or there are none)
   bool checkpointing_checked_;  // activation_checkpointing matched a region (or it is off)
+  data::Batch last_batch_;      // under loss scaling: the step's last micro-batch, for explain_skipped_steps
 };
 
 }  // namespace paisoar::train

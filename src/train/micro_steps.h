@@ -75,6 +75,13 @@ class MicroSteps {
   // Once, after tools.sync.start(): a pipeline arms the synchroniser before
   // its last backward of each step.
   virtual void attach(GradSync& sync) { (void)sync; }
+  // After the loss scaler skipped `skipped` steps in a row: why, traced on
+  // this rank's last micro-batch (non_finite_source.h); "" when it cannot
+  // say (nothing kept, or a pipeline). Not collective.
+  virtual std::string explain_skipped_steps(int64_t step, StepTools& tools, int64_t skipped, double scale) {
+    (void)step, (void)tools, (void)skipped, (void)scale;
+    return "";
+  }
   // The evaluation's forward (logits, or undefined where this rank holds none).
   virtual ForwardFn eval_forward() const = 0;
   virtual bool holds_logits() const { return true; }

@@ -7,6 +7,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 #include <sstream>
@@ -42,6 +43,39 @@ class WatchRegions : public amp::RegionRunner {
   std::string first, first_precision;
   bool first_params_finite = true;
 };
+
+// Takes every region, keeps what backward needs to judge it: the innermost
+// regions' inputs, outputs and parameters, in forward order.
+class KeepRegions : public amp::RegionRunner {
+ public:
+  struct Kept {
+    std::string name, precision;
+    torch::Tensor input, output;
+    std::vector<torch::Tensor> params;
+  };
+  bool takes(const std::string&) override { return true; }
+  torch::Tensor run(const std::string& name, Fn fn, const torch::Tensor& x, std::vector<torch::Tensor> params) override {
+    const std::string precision = current_precision(x.device().type());
+    const size_t before = entered_++;
+    torch::Tensor y = fn(x);
+    if (entered_ == before + 1) kept.push_back({name, precision, x, y, std::move(params)});  // nothing nested
+    return y;
+  }
+  std::vector<Kept> kept;
+
+ private:
+  size_t entered_ = 0;
+};
+
+std::string samples_text(const torch::Tensor& indices) {
+  if (!indices.defined() || indices.numel() == 0) return "";
+  const auto ids = indices.to(torch::kCPU).to(torch::kLong);
+  const int64_t shown = std::min<int64_t>(ids.numel(), 8);
+  std::string out = " (samples ";
+  for (int64_t i = 0; i < shown; ++i) out += (i ? ", " : "") + std::to_string(ids[i].item<int64_t>());
+  if (ids.numel() > shown) out += ", ... " + std::to_string(ids.numel()) + " in all";
+  return out + ")";
+}
 
 std::string list_text(const std::vector<std::string>& names) {
   std::string out;
@@ -94,19 +128,134 @@ NonFiniteSource find_non_finite_source(torch::nn::Module& model, const ForwardFn
   return source;
 }
 
+namespace {
+
+// One backward of the re-run: the innermost region whose backward made the
+// first non-finite gradient ("" when none did), and whether any gradient was
+// non-finite.
+struct Backward {
+  bool finite = true;
+  std::string region, precision;
+};
+Backward run_backward(const ForwardFn& forward, const LossFn& loss_fn, const torch::Tensor& data,
+                      const torch::Tensor& labels, const Precision& precision, double scale) {
+  KeepRegions keep;
+  torch::Tensor loss;
+  {
+    PrecisionContext context(precision);
+    amp::ActiveRegionRunner active(keep);
+    loss = loss_fn(forward(data), labels);
+  }
+  std::vector<torch::Tensor> wrt;  // per region: output, input (when it needs a gradient), parameters
+  std::vector<std::vector<size_t>> inputs_of(keep.kept.size()), params_of(keep.kept.size());
+  std::vector<size_t> output_of(keep.kept.size());
+  for (size_t k = 0; k < keep.kept.size(); ++k) {
+    const auto& r = keep.kept[k];
+    output_of[k] = wrt.size();
+    wrt.push_back(r.output);
+    if (r.input.requires_grad()) {
+      inputs_of[k].push_back(wrt.size());
+      wrt.push_back(r.input);
+    }
+    for (const auto& p : r.params) {
+      if (p.requires_grad()) {
+        params_of[k].push_back(wrt.size());
+        wrt.push_back(p);
+      }
+    }
+  }
+  Backward b;
+  if (wrt.empty() || !loss.requires_grad()) return b;
+  const auto grads = torch::autograd::grad({loss * scale}, wrt, {}, false, false, /*allow_unused=*/true);
+  for (const auto& g : grads) b.finite = b.finite && all_finite(g);
+  for (size_t k = keep.kept.size(); k-- > 0;) {  // the order backward reaches them
+    const auto bad = [&](const std::vector<size_t>& at) {
+      return std::any_of(at.begin(), at.end(), [&](size_t i) { return !all_finite(grads[i]); });
+    };
+    if (!all_finite(grads[output_of[k]])) break;  // made further down: a region after this one, or the loss
+    if (bad(inputs_of[k]) || bad(params_of[k])) {
+      b.region = keep.kept[k].name;
+      b.precision = keep.kept[k].precision;
+      break;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+NonFiniteGradientSource find_non_finite_gradient_source(torch::nn::Module& model, const ForwardFn& forward,
+                                                        const LossFn& loss_fn, const torch::Tensor& data,
+                                                        const torch::Tensor& labels, const Precision& precision,
+                                                        double scale) {
+  std::vector<torch::Tensor> buffers, kept;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& b : model.buffers()) {
+      buffers.push_back(b);
+      kept.push_back(b.clone());
+    }
+  }
+  NonFiniteGradientSource source;
+  Precision tried = precision;
+  std::vector<std::string> pinned;
+  for (int round = 0; round <= kMaxPins; ++round) {
+    const Backward b = run_backward(forward, loss_fn, data, labels, tried, scale);
+    if (round == 0) {
+      source.reproduced = !b.finite;
+      source.region = b.region;
+      source.region_precision = b.precision;
+    }
+    if (b.finite) {
+      source.pins = pinned;
+      break;
+    }
+    if (b.region.empty() || b.precision == "fp32" ||
+        std::find(pinned.begin(), pinned.end(), b.region) != pinned.end()) {
+      break;
+    }
+    pinned.push_back(b.region);
+    tried.policy.add(b.region, amp::Precision::Full);
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(kept[i]);
+  return source;
+}
+
+std::string non_finite_gradient_advice(const NonFiniteGradientSource& s, int rank, int64_t step, int64_t skipped,
+                                       double scale, const torch::Tensor& indices) {
+  std::ostringstream out;
+  out << "rank " << rank << ", step " << step << ": the loss scaler skipped " << skipped
+      << " steps in a row (the gradients were not finite; scale now " << scale << "); its last micro-batch"
+      << samples_text(indices) << " re-run: ";
+  if (!s.reproduced) {
+    out << "its gradients are finite at this scale, so the scale was still coming down from amp.init_scale: "
+           "lower amp.init_scale (e.g. to " << std::max(1.0, scale) << ") to skip fewer steps at the start";
+    return out.str();
+  }
+  if (s.region.empty()) {
+    out << "no named region's backward made the first NaN or inf (the loss's own gradient, or code outside "
+           "amp::in_region): lower amp.init_scale, or check the loss";
+    return out.str();
+  }
+  out << "the first non-finite gradient comes from the backward of region '" << s.region << "', which ran in "
+      << s.region_precision;
+  if (!s.pins.empty()) {
+    out << "; pinned to fp32 (" << list_text(s.pins) << ") its gradients are finite at this scale: add to the config\n"
+        << "  amp:\n    fp32_modules: [" << list_text(s.pins) << "]\n"
+        << "(C++ without a config: PrecisionPolicy::add(\"" << s.pins.front()
+        << "\", amp::Precision::Full); Python: decorate its forward with "
+           "@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32))";
+  } else {
+    out << "; pinning it to fp32 did not help: lower optimizer.lr (try a tenth) or set optimizer.clip_grad_norm: 1.0";
+  }
+  return out.str();
+}
+
 std::string non_finite_advice(const NonFiniteSource& s, int rank, int64_t step, int64_t micro,
                               const torch::Tensor& indices) {
   std::ostringstream out;
-  out << "rank " << rank << ", step " << step << ", micro-batch " << micro;
-  if (indices.defined() && indices.numel() > 0) {
-    const auto ids = indices.to(torch::kCPU).to(torch::kLong);
-    const int64_t shown = std::min<int64_t>(ids.numel(), 8);
-    out << " (samples ";
-    for (int64_t i = 0; i < shown; ++i) out << (i ? ", " : "") << ids[i].item<int64_t>();
-    if (ids.numel() > shown) out << ", ... " << ids.numel() << " in all";
-    out << ")";
-  }
-  out << ": ";
+  out << "rank " << rank << ", step " << step << ", micro-batch " << micro << samples_text(indices) << ": ";
   if (!s.input_finite) {
     out << "the input data itself holds NaN or inf; check these samples (or the data pipeline's normalisation)";
     return out.str();
@@ -126,7 +275,8 @@ std::string non_finite_advice(const NonFiniteSource& s, int rank, int64_t step, 
     out << "; pinned to fp32 (" << list_text(s.pins) << ") the micro-batch's loss is finite: add to the config\n"
         << "  amp:\n    fp32_modules: [" << list_text(s.pins) << "]\n"
         << "(C++ without a config: PrecisionPolicy::add(\"" << s.pins.front()
-        << "\", amp::Precision::Full); Python: run its forward under torch.autocast(enabled=False))";
+        << "\", amp::Precision::Full); Python: decorate its forward with "
+           "@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32))";
   } else if (!s.region_params_finite) {
     out << "; its parameters already hold NaN or inf, so an optimizer step before this one broke them (the "
            "learning rate is too high for this model, or a gradient blew up): lower optimizer.lr (try a tenth), "

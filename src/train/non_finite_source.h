@@ -39,6 +39,29 @@ NonFiniteSource find_non_finite_source(torch::nn::Module& model, const ForwardFn
                                        const torch::Tensor& data, const torch::Tensor& labels,
                                        const Precision& precision);
 
+// Where non-finite gradients came from under loss scaling (the GradScaler
+// skipping step after step): the micro-batch re-run forward with the
+// innermost regions watched, the scaled loss's gradients taken with respect
+// to each region's input, output and parameters (autograd::grad: nothing
+// accumulated, no hook), and the region named whose backward turned finite
+// gradients into NaN or inf (its output's gradient finite, its input's or
+// its parameters' not; the last such in forward order, the first backward
+// reaches). The fix is tried as above: the region pinned to fp32 until the
+// gradients are finite at this `scale`.
+struct NonFiniteGradientSource {
+  bool reproduced = true;        // the re-run's gradients were non-finite too
+  std::string region;            // "": the loss's own gradient, or no region explains it
+  std::string region_precision;  // "fp16", "bf16", "fp32"
+  std::vector<std::string> pins; // pinned to fp32 together, these make the gradients finite
+};
+NonFiniteGradientSource find_non_finite_gradient_source(torch::nn::Module& model, const ForwardFn& forward,
+                                                        const LossFn& loss, const torch::Tensor& data,
+                                                        const torch::Tensor& labels, const Precision& precision,
+                                                        double scale);
+
+std::string non_finite_gradient_advice(const NonFiniteGradientSource& source, int rank, int64_t step,
+                                       int64_t skipped, double scale, const torch::Tensor& indices);
+
 // What the run prints: which rank, step, micro-batch and samples (the first
 // few data set indices), the region and precision, and the change that fits:
 // the exact amp.fp32_modules line (tested on this micro-batch), or a lower

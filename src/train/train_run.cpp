@@ -134,6 +134,18 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   check_memory();  // 8. one agreement: does every rank fit?
 }
 
+void TrainRun::explain_skips(int64_t step, bool stepped) {
+  constexpr int64_t kSkipRun = 5;     // skips in a row before a trace (the scale is then 32x lower)
+  constexpr int64_t kMaxTraces = 3;   // per run: a scale that never recovers is named a few times, not each step
+  skip_run_ = stepped ? 0 : skip_run_ + 1;
+  if (skip_run_ != kSkipRun || traces_ >= kMaxTraces) return;
+  ++traces_;
+  const std::string why = micro_->explain_skipped_steps(step, *tools_, skip_run_, scaler_.get_scale());
+  if (why.empty()) return;
+  std::fprintf(stderr, "paisoar: %s\n", why.c_str());
+  std::fflush(stderr);
+}
+
 void TrainRun::check_memory() {
   // Not predicted: a pipeline or tensor shards (a stage's forward talks to
   // others) and ZeRO-3 (its forward gathers parameters collectively).
@@ -278,8 +290,10 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
         // Only measured (collective under ZeRO or model parallelism; logged steps are the same on every rank).
         grad_norm_ = sync_->clip_grad_norm(std::numeric_limits<double>::infinity(), scaler_.get_scale());
       }
-      if (!scaler_.step(optimizer)) ++stats_.skipped_steps;
+      const bool stepped = scaler_.step(optimizer);
+      if (!stepped) ++stats_.skipped_steps;
       scaler_.update();
+      explain_skips(step, stepped);
     }
     schedule_->step();
   }

@@ -107,6 +107,10 @@ class TrainRun {
   // step (memory_prediction.h) and printed by the lead; every rank throws
   // ConfigError when any rank's is over its budget.
   void check_memory();
+  // After each optimizer step under loss scaling: on the 5th skip in a row
+  // (at most 3 times a run) the last micro-batch's non-finite gradients are
+  // traced to a region and printed (MicroSteps::explain_skipped_steps).
+  void explain_skips(int64_t step, bool stepped);
   bool save(int64_t step);       // collective: save_checkpoint under checkpoint.on_error
   BatchShape batch_shape() const;
 
@@ -146,6 +150,7 @@ class TrainRun {
   RunStats stats_;
   double grad_norm_ = -1;  // the last step's total gradient norm (clipped or logged steps), else -1
   int64_t predicted_peak_bytes_ = -1;  // check_memory's, -1: not predicted
+  int64_t skip_run_ = 0, traces_ = 0;  // explain_skips' count of skips in a row, and of traces
   // checkpoint.async; last, so it is destroyed (waiting for the save in
   // flight) before the parts that save reads.
   std::optional<AsyncSaver> async_;

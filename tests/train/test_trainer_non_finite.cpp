@@ -55,6 +55,35 @@ struct BoostNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(BoostNet);
 
+// A head that takes its input times 1000 (its weights a thousandth, so the
+// logits are as usual): forward is finite in fp16, but its weight gradient is
+// 1000 times larger, past fp16's 65504 at any loss scale above about 2, so
+// the scaler skips step after step. In fp32 it is an ordinary layer.
+struct LoudHeadImpl : torch::nn::Module {
+  LoudHeadImpl() {
+    linear = register_module("linear", torch::nn::Linear(32, 10));
+    torch::NoGradGuard no_grad;
+    linear->weight.mul_(1e-3);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return linear(x * 1000); }
+  torch::nn::Linear linear{nullptr};
+};
+TORCH_MODULE(LoudHead);
+
+struct GateNetImpl : torch::nn::Module {
+  GateNetImpl() {
+    body = register_module("body", torch::nn::Linear(28 * 28, 32));
+    head = register_module("head", LoudHead());
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = amp::in_region("body", x.flatten(1), body).relu();
+    return amp::in_region("head", x, head);
+  }
+  torch::nn::Linear body{nullptr};
+  LoudHead head{nullptr};
+};
+TORCH_MODULE(GateNet);
+
 train::TrainTask boost_task(double gain) {
   torch::manual_seed(0);
   paisoar::testing::SyntheticBlobsOptions data;
@@ -137,6 +166,44 @@ TEST(TrainerNonFinite, ADivergingLearningRateIsNamedAndATenthOfItTrains) {
 
   c.optimizer.lr /= 10;
   EXPECT_EQ(fit_error(c, 0, true), "");
+}
+
+TEST(TrainerNonFinite, GradientsThatOverflowInFp16AreTracedToTheRegionWhoseBackwardMadeThem) {
+  paisoar::testing::TempDir dir("non_finite");
+  auto c = boost_config(dir / "run");
+  c.amp.dtype = train::AmpDtype::FP16;
+  c.train.epochs = 4;  // 16 steps
+  const auto fit = [&c](std::string& err) {
+    auto comm = comm::Communicator::create(comm::Store::hash(), 0, 1, paisoar::testing::test_options());
+    torch::manual_seed(0);
+    paisoar::testing::SyntheticBlobsOptions data;
+    data.size = 256;
+    auto task = train::TrainTask::of(GateNet(), std::make_shared<paisoar::testing::SyntheticBlobs>(data));
+    ::testing::internal::CaptureStderr();
+    const auto result = train::Trainer(c, comm).fit(task);
+    err = ::testing::internal::GetCapturedStderr();
+    return result;
+  };
+  std::string err;
+  fit(err);
+  std::printf("stderr:\n%s\n", err.c_str());  // docs/TROUBLESHOOTING.md quotes it
+  EXPECT_TRUE(has(err, "paisoar: rank 0, step 4: the loss scaler skipped 5 steps in a row")) << err;
+  EXPECT_TRUE(has(err, "the first non-finite gradient comes from the backward of region 'head', which ran in fp16"))
+      << err;
+  const size_t line = err.find("    fp32_modules: [");
+  ASSERT_NE(line, std::string::npos) << err;
+  const std::string pins = err.substr(line + 19, err.find(']', line) - line - 19);
+  EXPECT_EQ(pins, "head");
+
+  // The proposed line: the scaler no longer skips step after step.
+  for (size_t at = 0; at <= pins.size();) {
+    const size_t comma = std::min(pins.find(", ", at), pins.size());
+    c.amp.fp32_modules.push_back(pins.substr(at, comma - at));
+    at = comma + 2;
+  }
+  const auto fixed = fit(err);
+  EXPECT_FALSE(has(err, "steps in a row")) << err;
+  EXPECT_TRUE(std::isfinite(fixed.final_loss));
 }
 
 TEST(NonFiniteSource, InputThatHoldsNanIsNamedAndBuffersStayAsTheyWere) {
