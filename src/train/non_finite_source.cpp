@@ -83,6 +83,15 @@ std::string list_text(const std::vector<std::string>& names) {
   return out;
 }
 
+// The pins that made it finite, as the config lines to add and their C++ and
+// Python equivalents.
+std::string pin_advice(const std::vector<std::string>& pins, const std::string& outcome) {
+  return "; pinned to fp32 (" + list_text(pins) + ") " + outcome + ": add to the config\n  amp:\n    fp32_modules: [" +
+         list_text(pins) + "]\n(C++ without a config: PrecisionPolicy::add(\"" + pins.front() +
+         "\", amp::Precision::Full); Python: decorate its forward with "
+         "@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32))";
+}
+
 }  // namespace
 
 NonFiniteSource find_non_finite_source(torch::nn::Module& model, const ForwardFn& forward, const LossFn& loss_fn,
@@ -241,11 +250,7 @@ std::string non_finite_gradient_advice(const NonFiniteGradientSource& s, int ran
   out << "the first non-finite gradient comes from the backward of region '" << s.region << "', which ran in "
       << s.region_precision;
   if (!s.pins.empty()) {
-    out << "; pinned to fp32 (" << list_text(s.pins) << ") its gradients are finite at this scale: add to the config\n"
-        << "  amp:\n    fp32_modules: [" << list_text(s.pins) << "]\n"
-        << "(C++ without a config: PrecisionPolicy::add(\"" << s.pins.front()
-        << "\", amp::Precision::Full); Python: decorate its forward with "
-           "@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32))";
+    out << pin_advice(s.pins, "its gradients are finite at this scale");
   } else {
     out << "; pinning it to fp32 did not help: lower optimizer.lr (try a tenth) or set optimizer.clip_grad_norm: 1.0";
   }
@@ -272,11 +277,7 @@ std::string non_finite_advice(const NonFiniteSource& s, int rank, int64_t step, 
   }
   out << "the first non-finite output is region '" << s.region << "', which ran in " << s.region_precision;
   if (!s.pins.empty()) {
-    out << "; pinned to fp32 (" << list_text(s.pins) << ") the micro-batch's loss is finite: add to the config\n"
-        << "  amp:\n    fp32_modules: [" << list_text(s.pins) << "]\n"
-        << "(C++ without a config: PrecisionPolicy::add(\"" << s.pins.front()
-        << "\", amp::Precision::Full); Python: decorate its forward with "
-           "@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32))";
+    out << pin_advice(s.pins, "the micro-batch's loss is finite");
   } else if (!s.region_params_finite) {
     out << "; its parameters already hold NaN or inf, so an optimizer step before this one broke them (the "
            "learning rate is too high for this model, or a gradient blew up): lower optimizer.lr (try a tenth), "
