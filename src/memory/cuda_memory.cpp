@@ -4,6 +4,10 @@
 
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 namespace paisoar::memory::detail {
 namespace {
@@ -30,6 +34,18 @@ DeviceMemory cuda_memory(c10::DeviceIndex index) {
   m.peak_bytes = stats.allocated_bytes[all].peak;
   m.reserved_bytes = stats.reserved_bytes[all].current;
   return m;
+}
+
+int64_t cuda_available_bytes(c10::DeviceIndex index) {
+  const int device = device_of(index);
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: the prediction then goes without a budget
+    return -1;
+  }
+  const DeviceMemory m = cuda_memory(static_cast<c10::DeviceIndex>(device));
+  return static_cast<int64_t>(free) + std::max<int64_t>(0, m.reserved_bytes - m.current_bytes);
 }
 
 void reset_cuda_peak(c10::DeviceIndex index) {

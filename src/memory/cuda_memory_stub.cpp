@@ -16,5 +16,6 @@ namespace {
 
 DeviceMemory cuda_memory(c10::DeviceIndex) { no_cuda(); }
 void reset_cuda_peak(c10::DeviceIndex) { no_cuda(); }
+int64_t cuda_available_bytes(c10::DeviceIndex) { no_cuda(); }
 
 }  // namespace paisoar::memory::detail

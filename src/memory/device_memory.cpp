@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
 
 #include "paisoar/memory/tracking_allocator.h"
 #include "src/memory/cuda_memory.h"
@@ -36,6 +37,21 @@ int64_t resident_bytes() {
   int64_t size_pages = 0, resident_pages = 0;
   if (!(statm >> size_pages >> resident_pages)) return -1;
   return resident_pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t available_bytes(c10::Device device) {
+  if (device.is_cuda()) return detail::cuda_available_bytes(device.index());
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = -1;
+  while (meminfo >> key) {
+    if (key == "MemAvailable:") {
+      meminfo >> kib;
+      break;
+    }
+    meminfo.ignore(1 << 10, '\n');
+  }
+  return kib < 0 ? -1 : kib * 1024;
 }
 
 PeakMeter::PeakMeter(c10::Device device) : device_(device) {

@@ -12,7 +12,6 @@
 #include <torch/autograd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "paisoar/memory/device_memory.h"
@@ -138,19 +137,10 @@ std::string describe_prediction(const MemoryPrediction& p, int64_t micro_batch) 
 
 int64_t memory_budget_bytes(const MemoryConfig& config, c10::Device device, int64_t ranks_per_node, int64_t held) {
   if (config.budget_mb > 0) return static_cast<int64_t>(config.budget_mb * kMiB);
-  if (!device.is_cpu()) return -1;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = -1;
-  while (meminfo >> key) {
-    if (key == "MemAvailable:") {
-      meminfo >> kib;
-      break;
-    }
-    meminfo.ignore(1 << 10, '\n');
-  }
-  if (kib < 0) return -1;
-  return kib * 1024 / std::max<int64_t>(1, ranks_per_node) + held;
+  const int64_t available = memory::available_bytes(device);
+  if (available < 0) return -1;
+  // The CPU's memory is shared by the node's ranks; a GPU is one rank's.
+  return (device.is_cpu() ? available / std::max<int64_t>(1, ranks_per_node) : available) + held;
 }
 
 std::string over_budget_message(int64_t rank, const MemoryPrediction& predicted, int64_t micro_batch, int64_t budget,

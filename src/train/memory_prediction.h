@@ -77,10 +77,10 @@ struct MemoryFix {
   int64_t micro_batch = 0;
 };
 
-// The budget per rank in bytes: memory.budget_mb, or for 0 on the CPU the
-// machine's available memory (/proc/meminfo) over `ranks_per_node`, plus
-// what this rank already holds (`held`); -1: none known (a GPU without a
-// budget set).
+// The budget per rank in bytes: memory.budget_mb, or for 0 what the device
+// can still give (memory::available_bytes: on the CPU the machine's
+// available memory over `ranks_per_node`, on a GPU its free memory) plus what
+// this rank already holds (`held`); -1: none known.
 int64_t memory_budget_bytes(const MemoryConfig& config, c10::Device device, int64_t ranks_per_node, int64_t held);
 
 // The message of a run that does not fit: the prediction, the budget, and

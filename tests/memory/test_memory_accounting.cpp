@@ -5,6 +5,9 @@
 // checkpointing (a memory measurement: deterministic, so asserted).
 #include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
 #include <torch/torch.h>
 
 #include "paisoar/memory.h"
@@ -67,6 +70,20 @@ TEST(TrackingAllocator, DeviceMemoryAndPeakMeterUseIt) {
   { auto a = torch::empty({1000}); auto b = torch::empty({500}); }
   EXPECT_EQ(meter.peak_above_start(), 6000);
   EXPECT_GT(memory::resident_bytes(), 0);
+}
+
+// The CPU's available memory is /proc/meminfo's MemAvailable, the reader's
+// own line (sysinfo's free RAM is not it: it leaves out the page cache).
+TEST(DeviceMemory, TheCpusAvailableBytesAreMeminfosMemAvailable) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  int64_t kib = -1;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("MemAvailable:", 0) == 0) kib = std::stoll(line.substr(13));
+  }
+  ASSERT_GT(kib, 0);
+  const int64_t bytes = memory::available_bytes(c10::Device(c10::DeviceType::CPU));
+  EXPECT_NEAR(static_cast<double>(bytes), kib * 1024.0, 256.0 * 1024 * 1024);  // it moves between the two reads
 }
 
 TEST(MemoryReport, ParameterGradientAndOptimizerBytes) {

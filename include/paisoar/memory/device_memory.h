@@ -26,6 +26,12 @@ void reset_peak_memory(c10::Device device);
 // The process's resident set size (from /proc/self/statm); -1 where there is none.
 int64_t resident_bytes();
 
+// What more the device can give: on CUDA the device's free memory
+// (cudaMemGetInfo) plus what the caching allocator holds unused; on the CPU
+// the machine's available memory (MemAvailable in /proc/meminfo); -1 where
+// neither is known.
+int64_t available_bytes(c10::Device device);
+
 // The peak bytes a region allocated on top of what was live when the meter
 // was made: wrap forward+backward to get a step's peak activation memory.
 // Resets the device's peak, so meters must not overlap (one per step).

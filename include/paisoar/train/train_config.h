@@ -109,7 +109,7 @@ struct ZeroConfig {
 // run that would not fit stops before training with the changes that fit.
 struct MemoryConfig {
   bool predict = true;     // false: no prediction, no check
-  double budget_mb = 0;    // per rank; 0: the machine's available memory over its ranks (CPU)
+  double budget_mb = 0;    // per rank; 0: the device's free memory (CPU: shared by the node's ranks)
 };
 
 // Model parallelism (docs/PARALLEL.md): the ranks as data x pipeline x
