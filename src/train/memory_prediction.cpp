@@ -6,8 +6,6 @@
 // known state per parameter.
 #include "src/train/memory_prediction.h"
 
-#include <ATen/core/Generator.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
 #include <torch/autograd.h>
 
@@ -18,6 +16,7 @@
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/memory/tracking_allocator.h"
 #include "src/train/optimizer_factory.h"
+#include "src/train/probe_guard.h"
 
 namespace paisoar::train {
 namespace {
@@ -51,16 +50,7 @@ int64_t measure_step_bytes(torch::nn::Module& model, const ForwardFn& forward, c
                            const torch::Tensor& data, const torch::Tensor& labels, const Precision& precision,
                            amp::RegionRunner* recompute, c10::Device device) {
   if (device.is_cpu() && !memory::cpu_tracking_allocator_installed()) return -1;
-  std::vector<torch::Tensor> buffers, kept;
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& b : model.buffers()) {
-      buffers.push_back(b);
-      kept.push_back(b.clone());
-    }
-  }
-  auto generator = at::detail::getDefaultCPUGenerator();
-  const torch::Tensor rng_state = generator.get_state();  // dropout draws from it; training must not see the probe
+  const ProbeGuard untouched(model);
   const std::vector<torch::Tensor> params = trainable(model);
   int64_t peak = -1;
   {
@@ -78,9 +68,6 @@ int64_t measure_step_bytes(torch::nn::Module& model, const ForwardFn& forward, c
     }
     peak = meter.peak_above_start();
   }
-  generator.set_state(rng_state);
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(kept[i]);
   return peak;
 }
 

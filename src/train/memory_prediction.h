@@ -4,7 +4,8 @@
 // micro-batch's forward and backward measured on the real model (the most it
 // allocates above its start: activations, and gradients as backward makes
 // them), with no gradient accumulated, no collective, the buffers and the
-// random generator put back. When the total is over the budget, the changes
+// random generator put back (ProbeGuard), and what one optimizer step
+// allocates, measured on a copy of the largest parameter. When the total is over the budget, the changes
 // that fit (ZeRO stages, activation checkpointing of every region, a smaller
 // micro-batch with more accumulation) are predicted the same way and named.
 #pragma once

@@ -5,6 +5,8 @@
 // checkpointing; the pins tried by adding Full rules to a copy of the policy.
 #include "src/train/non_finite_source.h"
 
+#include "src/train/probe_guard.h"
+
 #include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/autograd.h>
@@ -97,12 +99,8 @@ std::string pin_advice(const std::vector<std::string>& pins, const std::string& 
 NonFiniteSource find_non_finite_source(torch::nn::Module& model, const ForwardFn& forward, const LossFn& loss_fn,
                                        const torch::Tensor& data, const torch::Tensor& labels,
                                        const Precision& precision) {
+  const ProbeGuard untouched(model);
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> buffers, kept;
-  for (const auto& b : model.buffers()) {
-    buffers.push_back(b);
-    kept.push_back(b.clone());
-  }
   NonFiniteSource source;
   source.input_finite = all_finite(data);
   Precision tried = precision;
@@ -133,7 +131,6 @@ NonFiniteSource find_non_finite_source(torch::nn::Module& model, const ForwardFn
     pinned.push_back(watch.first);
     tried.policy.add(watch.first, amp::Precision::Full);
   }
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(kept[i]);
   return source;
 }
 
@@ -197,14 +194,7 @@ NonFiniteGradientSource find_non_finite_gradient_source(torch::nn::Module& model
                                                         const LossFn& loss_fn, const torch::Tensor& data,
                                                         const torch::Tensor& labels, const Precision& precision,
                                                         double scale) {
-  std::vector<torch::Tensor> buffers, kept;
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& b : model.buffers()) {
-      buffers.push_back(b);
-      kept.push_back(b.clone());
-    }
-  }
+  const ProbeGuard untouched(model);
   NonFiniteGradientSource source;
   Precision tried = precision;
   std::vector<std::string> pinned;
@@ -226,8 +216,6 @@ NonFiniteGradientSource find_non_finite_gradient_source(torch::nn::Module& model
     pinned.push_back(b.region);
     tried.policy.add(b.region, amp::Precision::Full);
   }
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(kept[i]);
   return source;
 }
 

@@ -1,6 +1,7 @@
 // Where a non-finite loss came from. The rank whose loss is NaN or inf
 // re-runs that micro-batch's forward pass (no gradient, no collective; the
-// model's buffers put back after) with every named precision region
+// model's buffers and the random generator put back after: ProbeGuard) with
+// every named precision region
 // (amp::in_region, the names amp.fp32_modules matches) watched, and finds the
 // first region whose output holds a NaN or inf, the precision it ran in and
 // whether its parameters are finite. Then it tries the fix: that region

@@ -117,7 +117,7 @@ ConfigSchema schema_for(TrainConfig& c) {
          "model regions recomputed in backward (glob patterns)");
   s.bind("memory.predict", &c.memory.predict, "predict each rank's peak before the first step; stop if over the budget");
   s.bind("memory.budget_mb", &c.memory.budget_mb, "per rank (0: what the device has free; on the CPU shared by the node's ranks)",
-         at_least(0, 1e12, "0 (available memory) or more"));
+         at_least(0, 1e12, "0 (what the device has free) or more"));
   s.bind("checkpoint.dir", &c.checkpoint.dir, "\"\": <run_dir>/checkpoints");
   s.bind("checkpoint.every_steps", &c.checkpoint.every_steps, "0: only at the end", at_least(0, kMax, "0 (end only) or more"));
   s.bind("checkpoint.keep_last", &c.checkpoint.keep_last, "", at_least(1, 1e6));

@@ -57,6 +57,7 @@ def test_wrong_type_in_the_file(paisoar, tmp_path):
     ("train.batch_size", "0", ["train.batch_size", "between 1 and"]),
     ("amp.init_scale", "1e39", ["amp.init_scale", "got 1e+39"]),
     ("zero.stage", "4", ["zero.stage", "0 (off), 1, 2 or 3", "got 4"]),
+    ("memory.budget_mb", "-1", ["memory.budget_mb", "0 (what the device has free) or more", "got -1"]),
     ("data.workers", "-1", ["data.workers", "0 (load in the training thread)"]),
     ("eval.target_accuracy", "101", ["eval.target_accuracy", "percentage"]),
     ("model.hidden", "[512, 0]", ["model.hidden", "between 1 and"]),
