@@ -33,6 +33,7 @@ PACKAGES=(
 )
 if [ "$minimal" -eq 0 ]; then
   PACKAGES+=(googletest libgtest-dev libbenchmark-dev
+             openmpi-bin libopenmpi-dev  # `paisoar bench comm --peer mpi` only: the library never links MPI
              chromium)  # the report tests open `paisoar report`'s page in headless Chromium
 fi
 

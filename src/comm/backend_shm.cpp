@@ -1,13 +1,19 @@
 // The c10d backend behind Backend::Shm: ranks on one host exchange tensors
 // through a ShmSegment instead of sockets. Collectives run in issue order on
-// one worker thread per group, in lockstep phases (every rank posts a phase
-// number on its slot and waits for the others'), a piece of at most
-// kShmSlotBytes per rank at a time, in one of two buffers by turns, so a rank
-// may write the next piece while others still read this one. allreduce
-// takes two phases per piece: it reduce-scatters the piece (each rank
-// reduces its share over all slots, in rank order, so every rank's result is
-// identical) and gathers it back; broadcast, allgather and barrier one. send
-// and recv go through ShmMail (shm_mail.h), matched by tag. CPU tensors only.
+// one Lane per group: on the lane's thread, or on the caller's own thread
+// when it waits for one while the lane is idle (a collective of at most one
+// slot is queued without waking the lane's thread, so the common
+// `allreduce(t).wait()` costs no hand-off between threads). They run in
+// lockstep phases (every rank posts a phase number on its slot and waits for
+// the others'), a piece of at most kShmSlotBytes per rank at a time, in one
+// of two buffers by turns, so a rank may write the next piece while others
+// still read this one. allreduce takes one phase per piece on 2 ranks and
+// for small pieces (every rank reduces the whole piece from all slots, in
+// rank order, so every rank's result is identical), two otherwise (each
+// rank reduces its share, then gathers the others'); the reductions are
+// plain loops (shm_reduce.h), AVG and fp16/bf16 included. broadcast,
+// allgather, reduce_scatter and barrier take one. send and recv go through
+// ShmMail (shm_mail.h), matched by tag. CPU tensors only.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -18,17 +24,16 @@
 #include <mutex>
 
 #include "src/comm/backend.h"
-#include "src/comm/combine.h"
 #include "src/comm/shm_mail.h"
+#include "src/comm/shm_reduce.h"
 #include "src/comm/shm_segment.h"
 #include "src/comm/shm_work.h"
 
 namespace paisoar::comm::detail {
 namespace {
 
-at::Tensor bytes_of(uint8_t* data, int64_t count, at::ScalarType dtype) {
-  return at::from_blob(data, {count}, at::TensorOptions().dtype(dtype));
-}
+// Pieces up to this size are reduced in one phase on any number of ranks.
+constexpr size_t kOnePhaseBytes = size_t{64} << 10;
 
 class ShmBackend : public ::c10d::Backend {
  public:
@@ -154,7 +159,10 @@ class ShmBackend : public ::c10d::Backend {
     const int64_t seq = issued_++;
     const std::string signature = kind + " of " + std::to_string(t.numel()) + " " +
                                   c10::toString(t.scalar_type()) + extra;
-    auto work = c10::make_intrusive<ShmWork>(timeout_);
+    auto work = c10::make_intrusive<ShmWork>(timeout_, collectives_->queue());
+    // One slot's worth or less: left for the caller's wait to run (the lane's
+    // thread takes it within a millisecond if nobody waits).
+    const bool small = static_cast<size_t>(t.numel()) * t.element_size() <= kShmSlotBytes;
     collectives_->push([this, work, seq, signature, kind, body = std::move(body)] {
       run_to_finish(*work, [&] {
         const std::string what = kind + " #" + std::to_string(seq);
@@ -174,7 +182,7 @@ class ShmBackend : public ::c10d::Backend {
           throw;
         }
       });
-    });
+    }, /*wake=*/!small);
     return work;
   }
 
@@ -189,15 +197,15 @@ class ShmBackend : public ::c10d::Backend {
   void phase(const std::string& what, int buffer) {
     const uint32_t n = ++phases_;
     ShmSlot& mine = segment_->slot(rank_);
-    mine.phase.store(n, std::memory_order_release);
-    shm_wake(mine.phase);
+    mine.phase.store(n);  // sequentially consistent: read `sleepers` after it (shm_wait)
+    if (mine.sleepers.load() != 0) shm_wake(mine.phase);
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       ShmSlot& peer = segment_->slot(r);
       // Signed distance: right across the counter's wrap.
       shm_wait(peer.phase, [&] { return static_cast<int32_t>(peer.phase.load(std::memory_order_acquire) - n) >= 0; },
                ShmWatch{segment_.get(), r, &stopping_, [r, what] { return "rank " + std::to_string(r) + " to join " + what; }},
-               deadline_);
+               deadline_, &peer.sleepers);
     }
     if (!unchecked_) return;
     unchecked_ = false;
@@ -221,42 +229,38 @@ class ShmBackend : public ::c10d::Backend {
     } while (off < numel);
   }
 
-  at::Tensor slot_tensor(int rank, int buffer, int64_t count, at::ScalarType dtype) {
-    return bytes_of(segment_->slot_data(rank, buffer), count, dtype);
-  }
-
-  // Per piece: every rank writes it; each reduces its share of it over all
-  // ranks in rank order into its own buffer; each gathers the shares.
+  // Per piece: every rank writes it to its slot. On 2 ranks, and for
+  // pieces of at most kOnePhaseBytes, every rank then reduces the whole piece
+  // from all slots into its tensor (one phase). Otherwise each reduces its
+  // share over all slots into its own slot, and gathers the others' shares
+  // (two phases: each rank reads 2 shares' worth instead of n pieces').
   void run_allreduce(const at::Tensor& t, const ::c10d::ReduceOp& reduce, const std::string& what) {
-    at::Tensor flat = t.contiguous().view({-1});
+    at::Tensor flat = t.is_contiguous() ? t : t.contiguous();
+    auto* data = static_cast<uint8_t*>(flat.data_ptr());
+    const size_t element = t.element_size();
     const auto dtype = t.scalar_type();
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
-      at::Tensor piece = flat.narrow(0, off, count);
-      std::memcpy(segment_->slot_data(rank_, buffer), piece.data_ptr(), count * t.element_size());
+    std::vector<const void*> rows(size_);
+    pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
+      uint8_t* piece = data + off * element;
+      std::memcpy(segment_->slot_data(rank_, buffer), piece, count * element);
       phase(what, buffer);
-      const int64_t begin = count * rank_ / size_, end = count * (rank_ + 1) / size_;
-      if (end > begin) {
-        auto share = [&](int r) { return slot_tensor(r, buffer, count, dtype).narrow(0, begin, end - begin); };
-        if (rank_ <= 1 && size_ > 1) {
-          // In place in this rank's own slot: x op y equals y op x bit for
-          // bit for every op here, so ranks 0 and 1 both start from s0 op s1.
-          at::Tensor acc = share(rank_);
-          combine_into(acc, share(1 - rank_), reduce, "shm");
-          for (int r = 2; r < size_; ++r) combine_into(acc, share(r), reduce, "shm");
-        } else if (size_ > 1) {
-          at::Tensor acc = share(0).clone();
-          for (int r = 1; r < size_; ++r) combine_into(acc, share(r), reduce, "shm");
-          share(rank_).copy_(acc);
-        }
+      if (size_ == 2 || count * element <= kOnePhaseBytes) {
+        for (int r = 0; r < size_; ++r) rows[r] = r == rank_ ? piece : segment_->slot_data(r, buffer);
+        reduce_rows(piece, rows.data(), size_, count, dtype, reduce.op_);
+        return;
       }
+      const int64_t begin = count * rank_ / size_, end = count * (rank_ + 1) / size_;
+      for (int r = 0; r < size_; ++r) rows[r] = segment_->slot_data(r, buffer) + begin * element;
+      reduce_rows(segment_->slot_data(rank_, buffer) + begin * element, rows.data(), size_, end - begin, dtype,
+                  reduce.op_);
       phase(what, buffer);
       for (int r = 0; r < size_; ++r) {
         const int64_t b = count * r / size_, e = count * (r + 1) / size_;
-        if (e > b) piece.narrow(0, b, e - b).copy_(slot_tensor(r, buffer, count, dtype).narrow(0, b, e - b));
+        if (r != rank_) std::memcpy(piece + b * element, segment_->slot_data(r, buffer) + b * element, (e - b) * element);
       }
+      std::memcpy(piece + begin * element, segment_->slot_data(rank_, buffer) + begin * element, (end - begin) * element);
     });
-    if (reduce.op_ == ::c10d::ReduceOp::AVG) flat.div_(size_);
-    if (flat.data_ptr() != t.data_ptr() || !t.is_contiguous()) t.copy_(flat.view(t.sizes()));
+    if (flat.data_ptr() != t.data_ptr()) t.copy_(flat.view(t.sizes()));
   }
 
   // Per step, every rank writes a piece of each of its rows (row r is rank
@@ -277,14 +281,13 @@ class ShmBackend : public ::c10d::Backend {
       }
       phase(what, buffer);
       if (count > 0) {
-        auto piece_of = [&](int r) { return slot_tensor(r, buffer, count * size_, in.scalar_type()).narrow(0, rank_ * count, count); };
-        at::Tensor acc = out.narrow(0, off, count);
-        acc.copy_(piece_of(0));
-        for (int r = 1; r < size_; ++r) combine_into(acc, piece_of(r), reduce, "shm");
+        std::vector<const void*> rows(size_);
+        for (int r = 0; r < size_; ++r) rows[r] = segment_->slot_data(r, buffer) + rank_ * count * element;
+        reduce_rows(static_cast<uint8_t*>(out.data_ptr()) + off * element, rows.data(), size_, count,
+                    in.scalar_type(), reduce.op_);
       }
       off += count;
     } while (off < chunk);
-    if (reduce.op_ == ::c10d::ReduceOp::AVG) out.div_(size_);
   }
 
   void run_broadcast(const at::Tensor& t, int root, const std::string& what) {

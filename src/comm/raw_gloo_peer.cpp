@@ -46,4 +46,11 @@ void RawGlooPeer::reduce_scatter(at::Tensor output, at::Tensor input) {
   impl_->group->_reduce_scatter_base(output, input)->wait();
 }
 
+void RawGlooPeer::broadcast(at::Tensor tensor, int root) {
+  std::vector<at::Tensor> tensors{tensor};
+  ::c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  impl_->group->broadcast(tensors, opts)->wait();
+}
+
 }  // namespace paisoar::comm

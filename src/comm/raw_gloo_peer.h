@@ -28,6 +28,8 @@ class RawGlooPeer {
   // Blocking c10d Gloo reduce-scatter (sum) of `input` into `output`
   // (_reduce_scatter_base: an allreduce and a copy of this rank's chunk in 2.x).
   void reduce_scatter(at::Tensor output, at::Tensor input);
+  // Blocking c10d Gloo broadcast of `tensor` from `root`, in place.
+  void broadcast(at::Tensor tensor, int root);
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -26,7 +27,8 @@
 namespace paisoar::comm::detail {
 namespace {
 
-constexpr int kSpins = 2000;
+constexpr int kSpins = 1000;
+constexpr int kYields = 200;
 constexpr auto kSleepSlice = std::chrono::milliseconds(50);
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -186,12 +188,16 @@ void shm_wake(std::atomic<uint32_t>& word) {
 }
 
 bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
-                    std::chrono::steady_clock::time_point deadline) {
+                    std::chrono::steady_clock::time_point deadline, std::atomic<uint32_t>* sleepers) {
   for (int i = 0; i < kSpins; ++i) {
     if (ready()) return true;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
+  }
+  for (int i = 0; i < kYields; ++i) {
+    if (ready()) return true;
+    ::sched_yield();
   }
   ShmSlot& peer = watch.segment->slot(watch.peer);
   while (true) {
@@ -215,13 +221,24 @@ bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& re
     struct timespec relative {
       static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)
     };
-    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &relative, nullptr, 0);
+    if (sleepers == nullptr) {
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &relative, nullptr, 0);
+      continue;
+    }
+    // Counted first, then the word read again: a poster either sees the
+    // count (and wakes us) or posted before this read (and we do not sleep).
+    sleepers->fetch_add(1);
+    const uint32_t now_seen = word.load();
+    if (!ready()) {
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, now_seen, &relative, nullptr, 0);
+    }
+    sleepers->fetch_sub(1);
   }
 }
 
 void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
-              std::chrono::steady_clock::time_point deadline) {
-  if (!shm_wait_until(word, ready, watch, deadline)) {
+              std::chrono::steady_clock::time_point deadline, std::atomic<uint32_t>* sleepers) {
+  if (!shm_wait_until(word, ready, watch, deadline, sleepers)) {
     C10_THROW_ERROR(DistBackendError, "shm backend: timed out waiting for " + watch.what());
   }
 }

@@ -25,6 +25,7 @@ inline constexpr size_t kShmMailBytes = size_t{256} << 10;
 struct alignas(64) ShmSlot {
   std::atomic<uint32_t> phase;  // phases this rank has reached (futex word)
   std::atomic<uint32_t> left;   // 1: the rank's backend is gone
+  std::atomic<uint32_t> sleepers;  // ranks asleep on `phase`: a post wakes them only when there are any
   int32_t pid;
   char signature[2][116];       // a collective's, checked across ranks (by step parity)
 };
@@ -72,14 +73,18 @@ struct ShmWatch {
   std::function<std::string()> what;  // "rank 1 to join allreduce #3", for errors
 };
 
-// Waits until ready() holds: spins briefly, then sleeps on `word` (a futex,
-// woken by shm_wake) until `deadline`. Throws c10::DistBackendError saying
-// "timed out", or "connection closed by peer" when the peer left or exited.
+// Waits until ready() holds: spins briefly, then yields the core a while
+// (a peer may be waiting for it when ranks outnumber cores), then sleeps on
+// `word` (a futex, woken by shm_wake) until `deadline`. With `sleepers`, it
+// counts itself there while asleep, so that a poster that finds none skips
+// the wake-up system call (the post must be sequentially consistent, and
+// read `sleepers` after it). Throws c10::DistBackendError saying "timed
+// out", or "connection closed by peer" when the peer left or exited.
 void shm_wait(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
-              std::chrono::steady_clock::time_point deadline);
+              std::chrono::steady_clock::time_point deadline, std::atomic<uint32_t>* sleepers = nullptr);
 
 // The same, but returns false at `deadline` instead of throwing.
 bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
-                    std::chrono::steady_clock::time_point deadline);
+                    std::chrono::steady_clock::time_point deadline, std::atomic<uint32_t>* sleepers = nullptr);
 
 }  // namespace paisoar::comm::detail

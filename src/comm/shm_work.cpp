@@ -5,6 +5,63 @@
 
 namespace paisoar::comm::detail {
 
+// A lane's tasks and who is running one. Shared with the ShmWorks that may
+// run its tasks, so a Work that outlives its backend finds it still there
+// (closed).
+struct LaneQueue {
+  using Clock = std::chrono::steady_clock;
+  // How often an idle lane's thread looks for tasks queued without waking
+  // it, and for how long after its last task it keeps looking.
+  static constexpr auto kPoll = std::chrono::milliseconds(1);
+  static constexpr auto kActive = std::chrono::milliseconds(100);
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::function<void()>> tasks;
+  bool running = false;       // a task is being run (by the thread or a waiter)
+  bool closing = false;
+  bool thread_asleep = false;  // the thread waits without a time limit
+  Clock::time_point last_ran;
+
+  // Runs the front task on this thread; `lock` is held before and after.
+  void run_front(std::unique_lock<std::mutex>& lock) {
+    std::function<void()> task = std::move(tasks.front());
+    tasks.pop_front();
+    running = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    running = false;
+    last_ran = Clock::now();
+  }
+
+  // A waiter's help: runs queued tasks, in order, until `done()` holds or
+  // the lane's thread (or another waiter) is running one.
+  void help_until(const std::function<bool()>& done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!done() && !running && !tasks.empty()) run_front(lock);
+    if (!tasks.empty()) changed.notify_all();  // what is left is the thread's
+  }
+
+  void thread_loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      if (!tasks.empty() && !running) {
+        run_front(lock);
+        continue;
+      }
+      if (closing && tasks.empty() && !running) return;
+      if (Clock::now() - last_ran < kActive) {
+        changed.wait_for(lock, kPoll);
+      } else {
+        thread_asleep = true;
+        changed.wait(lock);
+        thread_asleep = false;
+      }
+    }
+  }
+};
+
 void ShmWork::finish(std::string error) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (done_) return;
@@ -19,6 +76,7 @@ bool ShmWork::isCompleted() {
 }
 
 bool ShmWork::wait(std::chrono::milliseconds timeout) {
+  if (lane_ && !isCompleted()) lane_->help_until([this] { return isCompleted(); });
   // The backend gives up at the group's timeout; wait a little longer so its message wins.
   const auto limit = (timeout.count() == 0 ? timeout_ : timeout) + std::chrono::seconds(1);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -44,37 +102,25 @@ void run_to_finish(ShmWork& work, const std::function<void()>& body) {
   work.finish(error);
 }
 
-Lane::Lane() : thread_([this] { run(); }) {}
+Lane::Lane() : queue_(std::make_shared<LaneQueue>()), thread_([q = queue_] { q->thread_loop(); }) {}
 
 Lane::~Lane() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closing_ = true;
+    std::lock_guard<std::mutex> lock(queue_->mutex);
+    queue_->closing = true;
   }
-  changed_.notify_all();
+  queue_->changed.notify_all();
   thread_.join();
 }
 
-void Lane::push(std::function<void()> task) {
+void Lane::push(std::function<void()> task, bool wake) {
+  bool notify = wake;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.push_back(std::move(task));
+    std::lock_guard<std::mutex> lock(queue_->mutex);
+    queue_->tasks.push_back(std::move(task));
+    notify = notify || queue_->thread_asleep;
   }
-  changed_.notify_all();
-}
-
-void Lane::run() {
-  while (true) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return closing_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
-    }
-    task();
-  }
+  if (notify) queue_->changed.notify_all();
 }
 
 }  // namespace paisoar::comm::detail

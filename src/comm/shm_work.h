@@ -1,6 +1,9 @@
 // The pieces Backend::Shm runs its operations with: ShmWork, the c10d Work a
-// caller waits on (finished by a backend thread, with an error or not), and
-// Lane, a thread that runs tasks in the order they were queued.
+// caller waits on (finished by a backend thread or by the waiting caller,
+// with an error or not), and Lane, which runs tasks in the order they were
+// queued: on its own thread, or on the thread of a caller who waits for one
+// of them while the lane's thread is idle (so a collective that is waited on
+// at once runs on the caller's thread, with no hand-off between threads).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -9,15 +12,21 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 namespace paisoar::comm::detail {
 
+struct LaneQueue;
+
 class ShmWork : public ::c10d::Work {
  public:
-  explicit ShmWork(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  // `lane`: the queue whose tasks wait() may run itself until this is done
+  // (null: wait only).
+  explicit ShmWork(std::chrono::milliseconds timeout, std::shared_ptr<LaneQueue> lane = nullptr)
+      : timeout_(timeout), lane_(std::move(lane)) {}
 
   // Once only; later calls are ignored. An empty error means success.
   void finish(std::string error);
@@ -26,6 +35,7 @@ class ShmWork : public ::c10d::Work {
 
  private:
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<LaneQueue> lane_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool done_ = false;
@@ -41,14 +51,17 @@ class Lane {
   ~Lane();  // runs what is queued, then joins
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
-  void push(std::function<void()> task);
+
+  // Queues `task`. `wake`: the lane's thread starts on it at once. Otherwise
+  // it is left for a caller waiting on it (ShmWork::wait) to run, and the
+  // lane's thread takes it at its next look (within a millisecond while the
+  // lane has been busy lately; at once after a long idle).
+  void push(std::function<void()> task, bool wake = true);
+  // The queue, for the ShmWorks whose waits may run its tasks.
+  const std::shared_ptr<LaneQueue>& queue() const { return queue_; }
 
  private:
-  void run();
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::function<void()>> tasks_;
-  bool closing_ = false;
+  std::shared_ptr<LaneQueue> queue_;
   std::thread thread_;  // last: starts after the rest is built
 };
 

@@ -1,0 +1,110 @@
+// reduce_rows (shm_reduce.h): a block of elements at a time in an
+// accumulator array, so the loops vectorise (this file is compiled with -O3).
+#include "src/comm/shm_reduce.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+
+namespace paisoar::comm::detail {
+namespace {
+
+using Op = ::c10d::ReduceOp::RedOpType;
+
+constexpr int64_t kBlock = 512;
+
+template <typename T> struct AccOf { using type = T; };
+template <> struct AccOf<c10::Half> { using type = float; };
+template <> struct AccOf<c10::BFloat16> { using type = float; };
+template <> struct AccOf<bool> { using type = uint8_t; };
+
+// NaN wins min and max, as at::minimum and at::maximum.
+template <typename A>
+inline A min_of(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b < a ? b : a;
+}
+template <typename A>
+inline A max_of(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a < b ? b : a;
+}
+
+template <typename T, Op kOp>
+void reduce_typed(T* out, const void* const* rows, int n, int64_t count) {
+  using A = typename AccOf<T>::type;
+  A acc[kBlock];
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t len = std::min(kBlock, count - begin);
+    const T* first = static_cast<const T*>(rows[0]) + begin;
+    for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<A>(first[j]);
+    for (int k = 1; k < n; ++k) {
+      const T* row = static_cast<const T*>(rows[k]) + begin;
+      for (int64_t j = 0; j < len; ++j) {
+        const A v = static_cast<A>(row[j]);
+        if constexpr (kOp == Op::SUM || kOp == Op::AVG) acc[j] += v;
+        else if constexpr (kOp == Op::PRODUCT) acc[j] *= v;
+        else if constexpr (kOp == Op::MIN) acc[j] = min_of(acc[j], v);
+        else if constexpr (kOp == Op::MAX) acc[j] = max_of(acc[j], v);
+        else if constexpr (kOp == Op::BAND) acc[j] &= v;
+        else if constexpr (kOp == Op::BOR) acc[j] |= v;
+        else if constexpr (kOp == Op::BXOR) acc[j] ^= v;
+      }
+    }
+    if constexpr (kOp == Op::AVG) {
+      const A divisor = static_cast<A>(n);
+      for (int64_t j = 0; j < len; ++j) acc[j] /= divisor;
+    }
+    T* dst = out + begin;
+    for (int64_t j = 0; j < len; ++j) dst[j] = static_cast<T>(acc[j]);
+  }
+}
+
+template <typename T>
+void reduce_by(void* out, const void* const* rows, int n, int64_t count, Op op) {
+  T* o = static_cast<T*>(out);
+  switch (op) {
+    case Op::SUM: return reduce_typed<T, Op::SUM>(o, rows, n, count);
+    case Op::PRODUCT: return reduce_typed<T, Op::PRODUCT>(o, rows, n, count);
+    case Op::MIN: return reduce_typed<T, Op::MIN>(o, rows, n, count);
+    case Op::MAX: return reduce_typed<T, Op::MAX>(o, rows, n, count);
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<typename AccOf<T>::type>) {
+    if (op == Op::AVG) return reduce_typed<T, Op::AVG>(o, rows, n, count);
+  } else {
+    if (op == Op::BAND) return reduce_typed<T, Op::BAND>(o, rows, n, count);
+    if (op == Op::BOR) return reduce_typed<T, Op::BOR>(o, rows, n, count);
+    if (op == Op::BXOR) return reduce_typed<T, Op::BXOR>(o, rows, n, count);
+  }
+  TORCH_CHECK(false, "shm backend: reduce op ", static_cast<int>(op), " does not apply to ",
+              c10::CppTypeToScalarType<T>::value);
+}
+
+}  // namespace
+
+void reduce_rows(void* out, const void* const* rows, int n, int64_t count, at::ScalarType dtype, Op op) {
+  switch (dtype) {
+    case at::kFloat: return reduce_by<float>(out, rows, n, count, op);
+    case at::kDouble: return reduce_by<double>(out, rows, n, count, op);
+    case at::kHalf: return reduce_by<c10::Half>(out, rows, n, count, op);
+    case at::kBFloat16: return reduce_by<c10::BFloat16>(out, rows, n, count, op);
+    case at::kChar: return reduce_by<int8_t>(out, rows, n, count, op);
+    case at::kByte: return reduce_by<uint8_t>(out, rows, n, count, op);
+    case at::kShort: return reduce_by<int16_t>(out, rows, n, count, op);
+    case at::kInt: return reduce_by<int32_t>(out, rows, n, count, op);
+    case at::kLong: return reduce_by<int64_t>(out, rows, n, count, op);
+    case at::kBool: return reduce_by<bool>(out, rows, n, count, op);
+    default: TORCH_CHECK(false, "shm backend: cannot reduce ", dtype, " tensors");
+  }
+}
+
+}  // namespace paisoar::comm::detail
