@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/paisoar-core/commands.h"
@@ -35,9 +36,12 @@ int run_under_mpirun(const CommCommandOptions& o, int argc, char** argv) {
                  program.c_str());
     return 2;
   }
-  // Open MPI's shared-memory transport, every rank unbound (as paisoar's
-  // launcher leaves them), more ranks than cores allowed (they then yield).
-  std::vector<std::string> args = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+  // Open MPI's shared-memory transport; a rank per core, bound to it, while
+  // there are enough cores (unbound, the scheduler at times put both ranks
+  // of a 2-core machine on one core for seconds, for both sides alike);
+  // more ranks than cores allowed, unbound (Open MPI's ranks then yield).
+  const bool bind = o.table.nproc <= static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<std::string> args = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", bind ? "core" : "none",
                                    "--mca",  "btl",                 "self,vader",     "-np",       std::to_string(o.table.nproc),
                                    program};
   int first = 1;  // the options after `bench comm`

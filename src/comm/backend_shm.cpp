@@ -90,8 +90,8 @@ class ShmBackend : public ::c10d::Backend {
     TORCH_CHECK(output.is_contiguous() && output.numel() == t.numel() * size_ && output.scalar_type() == t.scalar_type(),
                 "shm backend: allgather into a tensor takes a contiguous output of ", size_, " x ", t.numel(), " ",
                 t.scalar_type());
-    const std::vector<at::Tensor> outs = output.view({size_, t.numel()}).unbind(0);
-    return collective("allgather", t, "", [this, t, outs](const std::string& what) { run_allgather(t, outs, what); });
+    at::Tensor out = output;
+    return collective("allgather", t, "", [this, t, out](const std::string& what) { run_allgather(t, {}, what, out); });
   }
   c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                         const ::c10d::ReduceScatterOptions& opts) override {
@@ -193,27 +193,29 @@ class ShmBackend : public ::c10d::Backend {
   int next_step() { return static_cast<int>(steps_++ % 2); }
 
   // One lockstep phase: post it, then wait until every rank has. The first
-  // of a collective also checks the signatures.
-  void phase(const std::string& what, int buffer) {
+  // of a collective also checks the signatures. `meanwhile` runs between
+  // the post and the wait: work of this rank's own that no peer waits for.
+  void phase(const std::string& what, int buffer, const std::function<void()>& meanwhile = nullptr) {
     const uint32_t n = ++phases_;
     ShmSlot& mine = segment_->slot(rank_);
     mine.phase.store(n);  // sequentially consistent: read `sleepers` after it (shm_wait)
     if (mine.sleepers.load() != 0) shm_wake(mine.phase);
+    if (meanwhile) meanwhile();
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       ShmSlot& peer = segment_->slot(r);
       // Signed distance: right across the counter's wrap.
       shm_wait(peer.phase, [&] { return static_cast<int32_t>(peer.phase.load(std::memory_order_acquire) - n) >= 0; },
-               ShmWatch{segment_.get(), r, &stopping_, [r, what] { return "rank " + std::to_string(r) + " to join " + what; }},
+               ShmWatch{segment_.get(), r, &stopping_, [r, &what] { return "rank " + std::to_string(r) + " to join " + what; }},
                deadline_, &peer.sleepers);
     }
     if (!unchecked_) return;
     unchecked_ = false;
-    const std::string own = mine.signature[buffer];
+    const char* own = mine.signature[buffer];
     for (int r = 0; r < size_; ++r) {
-      const std::string theirs = segment_->slot(r).signature[buffer];
-      TORCH_CHECK(theirs == own, "shm backend: size mismatch in ", what, ": rank ", r, " issued ", theirs, ", rank ",
-                  rank_, " issued ", own);
+      const char* theirs = segment_->slot(r).signature[buffer];
+      TORCH_CHECK(std::strncmp(theirs, own, sizeof(ShmSlot::signature[0])) == 0, "shm backend: size mismatch in ",
+                  what, ": rank ", r, " issued ", theirs, ", rank ", rank_, " issued ", own);
     }
   }
 
@@ -263,59 +265,81 @@ class ShmBackend : public ::c10d::Backend {
     if (flat.data_ptr() != t.data_ptr()) t.copy_(flat.view(t.sizes()));
   }
 
-  // Per step, every rank writes a piece of each of its rows (row r is rank
-  // r's share); each reduces its own row's piece over all ranks, in rank order.
+  // Per step, every rank writes a piece of each of the others' rows (row r
+  // is rank r's share) to its slot; each reduces its own row's piece over
+  // all ranks, in rank order, its own part read from its input.
   void run_reduce_scatter(const at::Tensor& in, const at::Tensor& out, const ::c10d::ReduceOp& reduce,
                           const std::string& what) {
     const int64_t chunk = out.numel();
     const size_t element = in.element_size();
-    const at::Tensor rows = in.view({size_, chunk});
+    const auto* input = static_cast<const uint8_t*>(in.data_ptr());
+    auto* output = static_cast<uint8_t*>(out.data_ptr());
     const auto per = std::max<int64_t>(1, static_cast<int64_t>(kShmSlotBytes / element / size_));
+    std::vector<const void*> rows(size_);
     int64_t off = 0;
     do {
       const int64_t count = std::min(per, chunk - off);
       const int buffer = next_step();
+      uint8_t* mine = segment_->slot_data(rank_, buffer);
       for (int r = 0; r < size_; ++r) {
-        std::memcpy(segment_->slot_data(rank_, buffer) + r * count * element,
-                    static_cast<const uint8_t*>(rows[r].data_ptr()) + off * element, count * element);
+        if (r != rank_) std::memcpy(mine + r * count * element, input + (r * chunk + off) * element, count * element);
       }
       phase(what, buffer);
       if (count > 0) {
-        std::vector<const void*> rows(size_);
-        for (int r = 0; r < size_; ++r) rows[r] = segment_->slot_data(r, buffer) + rank_ * count * element;
-        reduce_rows(static_cast<uint8_t*>(out.data_ptr()) + off * element, rows.data(), size_, count,
-                    in.scalar_type(), reduce.op_);
+        for (int r = 0; r < size_; ++r) {
+          rows[r] = r == rank_ ? input + (rank_ * chunk + off) * element
+                               : segment_->slot_data(r, buffer) + rank_ * count * element;
+        }
+        reduce_rows(output + off * element, rows.data(), size_, count, in.scalar_type(), reduce.op_);
       }
       off += count;
     } while (off < chunk);
   }
 
   void run_broadcast(const at::Tensor& t, int root, const std::string& what) {
-    at::Tensor flat = t.contiguous().view({-1});
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
-      at::Tensor piece = flat.narrow(0, off, count);
-      if (rank_ == root) std::memcpy(segment_->slot_data(root, buffer), piece.data_ptr(), count * t.element_size());
+    at::Tensor flat = t.is_contiguous() ? t : t.contiguous();
+    auto* data = static_cast<uint8_t*>(flat.data_ptr());
+    const size_t element = t.element_size();
+    pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
+      uint8_t* slot = segment_->slot_data(root, buffer);
+      if (rank_ == root) std::memcpy(slot, data + off * element, count * element);
       phase(what, buffer);
-      if (rank_ != root) std::memcpy(piece.data_ptr(), segment_->slot_data(root, buffer), count * t.element_size());
+      if (rank_ != root) std::memcpy(data + off * element, slot, count * element);
     });
-    if (rank_ != root && (flat.data_ptr() != t.data_ptr() || !t.is_contiguous())) t.copy_(flat.view(t.sizes()));
+    if (rank_ != root && flat.data_ptr() != t.data_ptr()) t.copy_(flat.view(t.sizes()));
   }
 
-  void run_allgather(const at::Tensor& t, const std::vector<at::Tensor>& outs, const std::string& what) {
-    at::Tensor flat = t.contiguous().view({-1});
-    std::vector<at::Tensor> flats;
-    for (const auto& o : outs) flats.push_back(o.contiguous().view({-1}));
-    pieces(flat.numel(), t.element_size(), [&](int64_t off, int64_t count, int buffer) {
-      std::memcpy(segment_->slot_data(rank_, buffer), flat.narrow(0, off, count).data_ptr(), count * t.element_size());
-      phase(what, buffer);
+  // Rank r's input lands in outs[r] (those that are not contiguous are
+  // gathered into a copy and written back at the end), or with `into`
+  // defined (contiguous, n times the input) in its r-th part.
+  void run_allgather(const at::Tensor& t, const std::vector<at::Tensor>& outs, const std::string& what,
+                     const at::Tensor& into = at::Tensor()) {
+    at::Tensor flat = t.is_contiguous() ? t : t.contiguous();
+    const auto* input = static_cast<const uint8_t*>(flat.data_ptr());
+    const size_t element = t.element_size();
+    std::vector<at::Tensor> staged(outs.size());
+    std::vector<uint8_t*> dst(size_);
+    for (int r = 0; r < size_; ++r) {
+      if (into.defined()) {
+        dst[r] = static_cast<uint8_t*>(into.data_ptr()) + r * flat.numel() * element;
+        continue;
+      }
+      staged[r] = outs[r].is_contiguous() ? outs[r] : outs[r].contiguous();
+      dst[r] = static_cast<uint8_t*>(staged[r].data_ptr());
+    }
+    pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
+      const size_t bytes = count * element;
+      std::memcpy(segment_->slot_data(rank_, buffer), input + off * element, bytes);
+      // Our own piece straight from the input, while the others write theirs.
+      phase(what, buffer, [&] {
+        if (dst[rank_] != input) std::memmove(dst[rank_] + off * element, input + off * element, bytes);
+      });
       for (int r = 0; r < size_; ++r) {
-        std::memcpy(flats[r].narrow(0, off, count).data_ptr(), segment_->slot_data(r, buffer), count * t.element_size());
+        if (r != rank_) std::memcpy(dst[r] + off * element, segment_->slot_data(r, buffer), bytes);
       }
     });
     for (size_t r = 0; r < outs.size(); ++r) {
-      if (flats[r].data_ptr() != outs[r].data_ptr() || !outs[r].is_contiguous()) {
-        outs[r].copy_(flats[r].view(outs[r].sizes()));
-      }
+      if (staged[r].data_ptr() != outs[r].data_ptr()) outs[r].copy_(staged[r].view(outs[r].sizes()));
     }
   }
 
