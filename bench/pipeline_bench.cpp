@@ -22,12 +22,13 @@ namespace {
 using namespace paisoar::bench;
 
 struct PipelineBenchOptions {
-  std::string section = "all";  // bubble, memory, balance or all
+  std::string section = "all";  // bubble, overhead, memory, balance or all
   std::vector<int> stages = {2, 4};
   std::vector<int> micro_batches = {1, 2, 4, 8, 16};
   double forward_ms = 4;  // bubble: per stage and micro-batch; backward is twice this
   int steps = 5;          // bubble: timed steps per (P, schedule, M), median kept
   std::vector<std::string> backends = {"gloo", "shm"};  // bubble: what the stage links run over
+  int overhead_micro_batches = 64;
   int memory_micro_batches = 8;
   int64_t memory_width = 512, memory_rows = 256;
   int small_layers = 7;
@@ -62,6 +63,25 @@ nlohmann::json bubble_report(const PipelineBenchOptions& o) {
   }
   std::printf("\n");
   return {{"forward_ms", o.forward_ms}, {"steps", o.steps}, {"rows", rows}, {"rows_within_10pct", met_by_backend}};
+}
+
+nlohmann::json overhead_report(const PipelineBenchOptions& o) {
+  std::printf("overhead: stages whose layer does no work, M=%d, median of %d steps; the executor's cost per "
+              "micro-batch (target: <= 0.1 ms)\n", o.overhead_micro_batches, o.steps);
+  std::printf("%-8s %3s %-6s %4s %14s %14s\n", "backend", "P", "sched", "M", "ms per mb", "outside ops");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& name : o.backends) {
+    const comm::Backend backend = name == "threads" ? comm::Backend::Threads : comm::backend_named(name, "--backends");
+    for (const auto& r : run_overhead(o.stages, o.overhead_micro_batches, o.steps, backend)) {
+      std::printf("%-8s %3d %-6s %4d %14.3f %14.3f\n", name.c_str(), r.stages, pipeline::to_string(r.schedule),
+                  r.micro_batches, r.per_micro_batch_ms, r.outside_ops_ms);
+      rows.push_back({{"backend", name}, {"stages", r.stages}, {"schedule", pipeline::to_string(r.schedule)},
+                      {"micro_batches", r.micro_batches}, {"per_micro_batch_ms", r.per_micro_batch_ms},
+                      {"outside_ops_ms", r.outside_ops_ms}});
+    }
+  }
+  std::printf("\n");
+  return {{"steps", o.steps}, {"rows", rows}};
 }
 
 nlohmann::json memory_row(const MemoryRow& row) {
@@ -141,6 +161,7 @@ int run_pipeline_bench(const PipelineBenchOptions& o) {
   std::printf("paisoar bench pipeline: rank threads in one process, 1 LibTorch thread each\n\n");
   nlohmann::json out;
   if (o.section == "all" || o.section == "bubble") out["bubble"] = bubble_report(o);
+  if (o.section == "all" || o.section == "overhead") out["overhead"] = overhead_report(o);
   if (o.section == "all" || o.section == "memory") out["memory"] = memory_report(o);
   if (o.section == "all" || o.section == "balance") out["balance"] = balance_report(o);
   std::ofstream(o.json) << out.dump(2) << "\n";
@@ -155,8 +176,9 @@ Command add_bench_pipeline_command(CLI::App& bench) {
   auto* cmd = bench.add_subcommand(
       "pipeline", "pipeline parallelism: bubble against (P-1)/(M+P-1), 1F1B's memory against GPipe's, "
                   "automatic partition against an equal-layer split");
-  cmd->add_option("--section", o->section, "which to run: bubble, memory, balance or all")
-      ->check(CLI::IsMember({"bubble", "memory", "balance", "all"}));
+  cmd->add_option("--section", o->section, "which to run: bubble, overhead, memory, balance or all")
+      ->check(CLI::IsMember({"bubble", "overhead", "memory", "balance", "all"}));
+  cmd->add_option("--overhead-micro-batches", o->overhead_micro_batches, "overhead: M")->check(CLI::Range(1, 1024));
   cmd->add_option("--stages", o->stages, "bubble: stage counts P, e.g. 2,4")->delimiter(',')
       ->check(CLI::Range(2, 16));
   cmd->add_option("--micro-batches", o->micro_batches, "bubble: micro-batch counts M, e.g. 1,2,4,8,16")

@@ -22,7 +22,9 @@ namespace {
 namespace pp = pipeline;
 using StepStats = std::vector<pp::PipelineStepStats>;  // one step, one entry per stage
 
-void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+void sleep_ms(double ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
 
 // An ideal device: forward sleeps `ms`, backward 2 x `ms`.
 struct Sleep : torch::autograd::Function<Sleep> {
@@ -105,6 +107,31 @@ std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vec
         row.ideal_step_ms = 3 * forward_ms * (m + p - 1);
         rows.push_back(row);
       }
+    }
+  }
+  return rows;
+}
+
+std::vector<OverheadRow> run_overhead(const std::vector<int>& stages, int micro_batches, int steps,
+                                      comm::Backend backend) {
+  std::vector<OverheadRow> rows;
+  for (int p : stages) {
+    std::vector<torch::nn::Sequential> modules;
+    for (int s = 0; s < p; ++s) modules.push_back(torch::nn::Sequential(SleepLayer(0.0)));
+    for (pp::Schedule schedule : {pp::Schedule::GPipe, pp::Schedule::OneFOneB}) {
+      pp::PipelineOptions options;
+      options.micro_batches = micro_batches;
+      options.schedule = schedule;
+      const auto per_step = run_steps(modules, options, torch::ones({micro_batches, 4}), /*warmup=*/2, steps, backend);
+      std::vector<double> per_mb, outside;
+      for (const auto& step : per_step) {
+        const auto slowest = std::max_element(step.begin(), step.end(), [](const auto& a, const auto& b) {
+          return a.step_s < b.step_s;
+        });
+        per_mb.push_back(slowest->step_s * 1e3 / micro_batches);
+        outside.push_back((slowest->step_s - slowest->compute_s) * 1e3 / micro_batches);
+      }
+      rows.push_back({p, micro_batches, schedule, median(per_mb), median(outside)});
     }
   }
   return rows;

@@ -29,6 +29,19 @@ struct BubbleRow {
 std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vector<int>& micro_batches,
                                   double forward_ms, int steps, comm::Backend backend);
 
+// Overhead: the executor's own cost per micro-batch, with stages whose one
+// layer does no work (a multiply by a one-element weight and a copy of a
+// 4-float row): the slowest stage's step time over M, and the part of it spent
+// outside forward and backward (links, schedule, agreement).
+struct OverheadRow {
+  int stages = 0, micro_batches = 0;
+  pipeline::Schedule schedule = pipeline::Schedule::GPipe;
+  double per_micro_batch_ms = 0;  // median over steps of step / M
+  double outside_ops_ms = 0;      // median over steps of (step - compute) / M, on the slowest stage
+};
+std::vector<OverheadRow> run_overhead(const std::vector<int>& stages, int micro_batches, int steps,
+                                      comm::Backend backend);
+
 // Memory: [Linear(W,W), Tanh] x 4 split evenly over 2 stages, M micro-batches
 // of `rows` rows, one step of each schedule after a warm-up step.
 struct MemoryRow {
