@@ -247,10 +247,20 @@ ShmMail::~ShmMail() {
 
 c10::intrusive_ptr<ShmWork> ShmMail::send(const at::Tensor& tensor, int dst, int tag) {
   auto work = c10::make_intrusive<ShmWork>(timeout_);
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::unique_ptr<Lane>& lane = outboxes_[dst];
-  if (!lane) lane = std::make_unique<Lane>();
-  lane->push([this, work, tensor, dst, tag] { run_to_finish(*work, [&] { run_send(tensor, dst, tag); }); });
+  Lane* lane = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<Lane>& owned = outboxes_[dst];
+    if (!owned) owned = std::make_unique<Lane>();
+    lane = owned.get();  // lanes live as long as this ShmMail
+  }
+  auto task = [this, work, tensor, dst, tag] { run_to_finish(*work, [&] { run_send(tensor, dst, tag); }); };
+  // A message of one mailbox piece, with no send to `dst` before it in
+  // flight, goes out at once on the caller's thread, as an eager send: it
+  // waits at most for the receiver's drainer thread to take the previous
+  // piece, never for the receiving program.
+  if (tensor.nbytes() <= kShmMailBytes && lane->run_here_if_idle(task)) return work;
+  lane->push(std::move(task));
   return work;
 }
 

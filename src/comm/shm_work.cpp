@@ -5,6 +5,10 @@
 
 namespace paisoar::comm::detail {
 
+namespace {
+constexpr int kYieldsBeforeSleep = 50;
+}  // namespace
+
 // A lane's tasks and who is running one. Shared with the ShmWorks that may
 // run its tasks, so a Work that outlives its backend finds it still there
 // (closed).
@@ -77,10 +81,13 @@ bool ShmWork::isCompleted() {
 
 bool ShmWork::wait(std::chrono::milliseconds timeout) {
   if (lane_ && !isCompleted()) lane_->help_until([this] { return isCompleted(); });
+  // Done by another thread soon (a receive's drainer, the lane's thread):
+  // a short look, yielding the core, before sleeping on the condition.
+  for (int i = 0; i < kYieldsBeforeSleep && !done_.load(std::memory_order_acquire); ++i) std::this_thread::yield();
   // The backend gives up at the group's timeout; wait a little longer so its message wins.
   const auto limit = (timeout.count() == 0 ? timeout_ : timeout) + std::chrono::seconds(1);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, limit, [&] { return done_; })) {
+  if (!changed_.wait_for(lock, limit, [&] { return done_.load(); })) {
     C10_THROW_ERROR(DistBackendError, "shm backend: timed out after " + std::to_string(limit.count()) +
                                           " ms waiting for this rank's earlier operations");
   }
@@ -111,6 +118,19 @@ Lane::~Lane() {
   }
   queue_->changed.notify_all();
   thread_.join();
+}
+
+bool Lane::run_here_if_idle(const std::function<void()>& task) {
+  std::unique_lock<std::mutex> lock(queue_->mutex);
+  if (queue_->running || !queue_->tasks.empty()) return false;
+  queue_->running = true;
+  lock.unlock();
+  task();
+  lock.lock();
+  queue_->running = false;
+  queue_->last_ran = LaneQueue::Clock::now();
+  if (!queue_->tasks.empty()) queue_->changed.notify_all();  // queued while it ran: the thread's
+  return true;
 }
 
 void Lane::push(std::function<void()> task, bool wake) {

@@ -8,6 +8,7 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -38,7 +39,7 @@ class ShmWork : public ::c10d::Work {
   std::shared_ptr<LaneQueue> lane_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool done_ = false;
+  std::atomic<bool> done_{false};  // written under mutex_; read without it by wait()'s first look
   std::string error_;
 };
 
@@ -57,6 +58,10 @@ class Lane {
   // lane's thread takes it at its next look (within a millisecond while the
   // lane has been busy lately; at once after a long idle).
   void push(std::function<void()> task, bool wake = true);
+  // Runs `task` on the calling thread now if nothing is queued or running
+  // (so it keeps its place in the order); returns false, without running
+  // it, otherwise.
+  bool run_here_if_idle(const std::function<void()>& task);
   // The queue, for the ShmWorks whose waits may run its tasks.
   const std::shared_ptr<LaneQueue>& queue() const { return queue_; }
 
