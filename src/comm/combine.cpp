@@ -1,4 +1,4 @@
-// combine_into: the ReduceOp switch both self-reducing backends share.
+// combine_into: the ReduceOp switch of the threads backend (combine.h).
 #include "src/comm/combine.h"
 
 #include <c10/util/Exception.h>

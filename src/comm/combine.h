@@ -1,6 +1,7 @@
 // combine_into: one rank's tensor folded into an accumulator under a c10d
-// ReduceOp, for the backends that reduce ranks' tensors themselves (threads,
-// shm); AVG sums here and the caller divides.
+// ReduceOp, for the threads backend, which reduces the ranks' tensors (of
+// any device) itself; AVG sums here and the caller divides. The shm backend
+// reduces raw CPU memory with reduce_rows (shm_reduce.h) instead.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -48,6 +48,9 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   int size() const { return size_; }
+  // More ranks than this process may run on at once (waits then yield
+  // instead of spinning).
+  bool oversubscribed() const { return oversubscribed_; }
   ShmSlot& slot(int rank);
   uint8_t* slot_data(int rank, int buffer);
   ShmMailbox& mailbox(int src, int dst);
@@ -55,6 +58,7 @@ class ShmSegment {
 
  private:
   int size_;
+  bool oversubscribed_ = false;
   size_t bytes_ = 0;
   uint8_t* base_ = nullptr;
   // Offsets of the four regions from base_, computed once (the waits use them).

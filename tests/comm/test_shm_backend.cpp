@@ -94,3 +94,29 @@ TEST(ShmBackend, AutoChoosesItForRanksOnThisHostAndItsSubgroups) {
 }
 
 }  // namespace
+
+namespace shm_eager_send_test {
+
+// A send of one mailbox piece goes out on the caller's thread only when no
+// earlier send to that peer is in flight: behind a large send it waits its
+// turn, so messages with the same tag arrive in the order they were sent.
+TEST(ShmBackend, ASmallSendBehindALargeOneKeepsItsOrder) {
+  run_ranks(2, [&](int rank, std::shared_ptr<Communicator> comm) {
+    const int64_t big = (3 << 20) / 4 + 5;  // several mailbox pieces: goes through the send lane
+    if (rank == 0) {
+      std::vector<paisoar::comm::Work> sends;
+      for (int i = 0; i < 4; ++i) {
+        sends.push_back(comm->send(torch::full({i % 2 ? int64_t{3} : big}, static_cast<float>(i)), 1, 7));
+      }
+      for (auto& s : sends) s.wait();
+      return;
+    }
+    for (int i = 0; i < 4; ++i) {
+      auto got = torch::empty({i % 2 ? int64_t{3} : big});
+      comm->recv(got, 0, 7).wait();
+      EXPECT_TRUE(torch::equal(got, torch::full_like(got, static_cast<float>(i)))) << "message " << i;
+    }
+  }, paisoar::testing::test_options(Backend::Shm));
+}
+
+}  // namespace shm_eager_send_test
