@@ -32,6 +32,21 @@
 namespace paisoar::comm::detail {
 namespace {
 
+// What a rank writes into its slot for the others to read: with plain
+// stores the bytes sit in this core's cache and every reader pulls them
+// across cores, which on some placements of the two vCPUs here ran 4-8x
+// slower than memory (4 MiB allgather 1.04 ms against 0.25 ms streamed).
+// Messages of more than a slot go through the cache piece after piece
+// anyway: their pieces are streamed to memory (copy_to_shared). A slot or
+// less stays in cache, where the reader finds it fastest.
+void fill_slot(uint8_t* slot, const void* from, size_t bytes, bool streamed) {
+  if (streamed) {
+    copy_to_shared(slot, from, bytes);
+  } else {
+    std::memcpy(slot, from, bytes);
+  }
+}
+
 // Pieces up to this size are reduced in one phase on any number of ranks.
 constexpr size_t kOnePhaseBytes = size_t{64} << 10;
 
@@ -241,10 +256,11 @@ class ShmBackend : public ::c10d::Backend {
     auto* data = static_cast<uint8_t*>(flat.data_ptr());
     const size_t element = t.element_size();
     const auto dtype = t.scalar_type();
+    const bool streamed = flat.numel() * element > kShmSlotBytes;
     std::vector<const void*> rows(size_);
     pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
       uint8_t* piece = data + off * element;
-      std::memcpy(segment_->slot_data(rank_, buffer), piece, count * element);
+      fill_slot(segment_->slot_data(rank_, buffer), piece, count * element, streamed);
       phase(what, buffer);
       if (size_ == 2 || count * element <= kOnePhaseBytes) {
         for (int r = 0; r < size_; ++r) rows[r] = r == rank_ ? piece : segment_->slot_data(r, buffer);
@@ -275,6 +291,7 @@ class ShmBackend : public ::c10d::Backend {
     const auto* input = static_cast<const uint8_t*>(in.data_ptr());
     auto* output = static_cast<uint8_t*>(out.data_ptr());
     const auto per = std::max<int64_t>(1, static_cast<int64_t>(kShmSlotBytes / element / size_));
+    const bool streamed = in.numel() * element > kShmSlotBytes;
     std::vector<const void*> rows(size_);
     int64_t off = 0;
     do {
@@ -282,7 +299,7 @@ class ShmBackend : public ::c10d::Backend {
       const int buffer = next_step();
       uint8_t* mine = segment_->slot_data(rank_, buffer);
       for (int r = 0; r < size_; ++r) {
-        if (r != rank_) std::memcpy(mine + r * count * element, input + (r * chunk + off) * element, count * element);
+        if (r != rank_) fill_slot(mine + r * count * element, input + (r * chunk + off) * element, count * element, streamed);
       }
       phase(what, buffer);
       if (count > 0) {
@@ -300,9 +317,10 @@ class ShmBackend : public ::c10d::Backend {
     at::Tensor flat = t.is_contiguous() ? t : t.contiguous();
     auto* data = static_cast<uint8_t*>(flat.data_ptr());
     const size_t element = t.element_size();
+    const bool streamed = flat.numel() * element > kShmSlotBytes;
     pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
       uint8_t* slot = segment_->slot_data(root, buffer);
-      if (rank_ == root) std::memcpy(slot, data + off * element, count * element);
+      if (rank_ == root) fill_slot(slot, data + off * element, count * element, streamed);
       phase(what, buffer);
       if (rank_ != root) std::memcpy(data + off * element, slot, count * element);
     });
@@ -317,6 +335,7 @@ class ShmBackend : public ::c10d::Backend {
     at::Tensor flat = t.is_contiguous() ? t : t.contiguous();
     const auto* input = static_cast<const uint8_t*>(flat.data_ptr());
     const size_t element = t.element_size();
+    const bool streamed = flat.numel() * element > kShmSlotBytes;
     std::vector<at::Tensor> staged(outs.size());
     std::vector<uint8_t*> dst(size_);
     for (int r = 0; r < size_; ++r) {
@@ -329,7 +348,7 @@ class ShmBackend : public ::c10d::Backend {
     }
     pieces(flat.numel(), element, [&](int64_t off, int64_t count, int buffer) {
       const size_t bytes = count * element;
-      std::memcpy(segment_->slot_data(rank_, buffer), input + off * element, bytes);
+      fill_slot(segment_->slot_data(rank_, buffer), input + off * element, bytes, streamed);
       // Our own piece straight from the input, while the others write theirs.
       phase(what, buffer, [&] {
         if (dst[rank_] != input) std::memmove(dst[rank_] + off * element, input + off * element, bytes);

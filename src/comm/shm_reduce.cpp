@@ -115,3 +115,43 @@ void reduce_rows(void* out, const void* const* rows, int n, int64_t count, at::S
 }
 
 }  // namespace paisoar::comm::detail
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+#include <cstring>
+
+namespace paisoar::comm::detail {
+
+void copy_to_shared(void* dst, const void* src, size_t bytes) {
+#if defined(__x86_64__)
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const size_t head = (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16;
+  if (bytes < 4096 || head > bytes) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  const size_t blocks = bytes / 64;
+  for (size_t i = 0; i < blocks; ++i) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 64 * i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 64 * i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 64 * i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 64 * i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 64 * i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 64 * i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 64 * i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 64 * i + 48), e);
+  }
+  _mm_sfence();  // the streamed bytes are visible before the phase that posts them
+  std::memcpy(d + 64 * blocks, s + 64 * blocks, bytes - 64 * blocks);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+}  // namespace paisoar::comm::detail

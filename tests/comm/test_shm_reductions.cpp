@@ -2,6 +2,7 @@
 // dtype, op, rank count and block boundary), the allreduce's one- and
 // two-phase paths and reduce_scatter at every size boundary on 2, 3 and 4
 // ranks (bit for bit against the rank-order fold in the accumulator type),
+// allgather (in place too) and broadcast across the same boundaries,
 // and collectives that run on the caller's thread: one nobody waits for
 // still completes, and several issued before one wait run in order.
 #include <gtest/gtest.h>
@@ -91,6 +92,22 @@ TEST(ShmReduce, EveryDtypeOpAndRankCountMatchesTheRankOrderFold) {
   }
 }
 
+TEST(ShmReduce, AStreamedCopyEqualsMemcpyAtEveryLengthAndAlignment) {
+  std::vector<uint8_t> src(3 << 16), dst(src.size() + 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t offset : {0, 1, 15, 16, 33}) {
+    for (size_t bytes : {size_t{0}, size_t{5}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{65536 + 63},
+                         src.size() - 64}) {
+      std::fill(dst.begin(), dst.end(), uint8_t{0xEE});
+      paisoar::comm::detail::copy_to_shared(dst.data() + offset, src.data() + 3, bytes);
+      ASSERT_TRUE(std::equal(src.begin() + 3, src.begin() + 3 + bytes, dst.begin() + offset))
+          << "offset " << offset << " bytes " << bytes;
+      ASSERT_EQ(dst[offset + bytes], 0xEE) << "wrote past the end: offset " << offset << " bytes " << bytes;
+      if (offset > 0) ASSERT_EQ(dst[offset - 1], 0xEE);
+    }
+  }
+}
+
 TEST(ShmReduce, NanWinsMinAndMaxAsInATen) {
   at::Tensor a = torch::tensor({1.f, NAN, 3.f}), b = torch::tensor({NAN, 2.f, -1.f});
   const void* rows[] = {a.data_ptr(), b.data_ptr()};
@@ -154,6 +171,30 @@ TEST(ShmCollectives, ReduceScatterMatchesTheFoldAcrossSlotPieces) {
           std::vector<at::Tensor> mine;
           for (int r = 0; r < world; ++r) mine.push_back(inputs[r].narrow(0, rank * chunk, chunk));
           ASSERT_TRUE(at::equal(out, fold(mine, red))) << "world " << world << " " << dtype << " chunk " << chunk;
+        }
+      }
+    }, paisoar::testing::test_options(Backend::Shm));
+  }
+}
+
+TEST(ShmCollectives, AllgatherAndBroadcastCopyEveryByteAcrossSlotPiecesOnTwoThreeAndFourRanks) {
+  for (int world : {2, 3, 4}) {
+    run_ranks(world, [&](int rank, std::shared_ptr<Communicator> comm) {
+      for (auto dtype : {at::kBFloat16, at::kLong, at::kBool}) {
+        for (int64_t count : boundary_counts(dtype)) {
+          std::vector<at::Tensor> inputs;
+          for (int r = 0; r < world; ++r) inputs.push_back(sample(dtype, count, 13 * r + count));
+          at::Tensor gathered = at::empty({world * count}, at::TensorOptions().dtype(dtype));
+          comm->allgather_into(gathered, inputs[rank]).wait();
+          ASSERT_TRUE(at::equal(gathered, at::cat(inputs))) << "world " << world << " " << dtype << " " << count;
+          // In place: the input is this rank's part of the output, as ZeRO-3 gathers parameters.
+          at::Tensor in_place = at::zeros({world * count}, at::TensorOptions().dtype(dtype));
+          in_place.narrow(0, rank * count, count).copy_(inputs[rank]);
+          comm->allgather_into(in_place, in_place.narrow(0, rank * count, count)).wait();
+          ASSERT_TRUE(at::equal(in_place, at::cat(inputs))) << "in place, world " << world << " " << count;
+          at::Tensor mine = rank == world - 1 ? inputs[world - 1].clone() : at::zeros({count}, at::TensorOptions().dtype(dtype));
+          comm->broadcast(mine, world - 1).wait();
+          ASSERT_TRUE(at::equal(mine, inputs[world - 1])) << "broadcast, world " << world << " " << count;
         }
       }
     }, paisoar::testing::test_options(Backend::Shm));
