@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Plots `paisoar bench comm` JSON as an SVG: time per call against tensor size,
 log-log, one line per side (paisoar, Open MPI, Gloo) and the memcpy limit, one
-panel per op. Standard library only (no plotting package), so it runs
-anywhere the JSON is:
+panel per op; and prints the table docs/BENCHMARKS.md shows (paisoar's time
+and the peer's over paisoar's, per size and op). Standard library only (no
+plotting package), so it runs anywhere the JSON is:
 
     python3 bench/plot_comm.py docs/bench/comm_mpi_2ranks.json docs/bench/comm_mpi_2ranks.svg
 """
@@ -47,7 +48,7 @@ def panel(op, lines, x0, y0, x_range, y_range):
     for e in range(math.ceil(xl), math.floor(xh) + 1):
         b = 10 ** e
         x = px(b)
-        label = f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
+        label = size_label(b)
         parts.append(f'<text x="{x:.1f}" y="{y0 + MARGIN_T + h + 14}" font-size="10" text-anchor="middle">'
                      f'{label}</text>')
     for name, points in lines.items():
@@ -57,6 +58,32 @@ def panel(op, lines, x0, y0, x_range, y_range):
         parts.append(f'<polyline points="{path}" fill="none" stroke="{COLOURS.get(name, "#000")}" '
                      f'stroke-width="2"{dash}/>')
     return parts
+
+
+def size_label(b):
+    return f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
+
+
+def markdown(rows, peer):
+    """paisoar us (peer / paisoar) per size and op, with the memcpy limit ratio of allreduce."""
+    ops = [op for op in dict.fromkeys(r["op"] for r in rows)]
+    cells = {(r["bytes"], r["op"]): r for r in rows}
+    lines = ["| bytes | " + " | ".join(ops) + " | allreduce / limit |", "|---:|" + "---:|" * (len(ops) + 1)]
+    for b in sorted({r["bytes"] for r in rows}):
+        out = []
+        for op in ops:
+            r = cells.get((b, op))
+            if r is None:
+                out.append("")
+                continue
+            ours = r["seconds"]["paisoar"] * 1e6
+            theirs = r["seconds"].get(peer)
+            ratio = f" ({theirs * 1e6 / ours:.2f})" if theirs else ""
+            out.append(f"{ours:,.1f}{ratio}")
+        ar = cells.get((b, "allreduce"))
+        limit = f'{ar["seconds"]["paisoar"] / ar["memcpy_limit_s"]:.2f}' if ar and "memcpy_limit_s" in ar else ""
+        lines.append(f"| {size_label(b)} | " + " | ".join(out) + f" | {limit} |")
+    return "\n".join(lines)
 
 
 def main():
@@ -87,6 +114,9 @@ def main():
     with open(sys.argv[2], "w") as out:
         out.write("\n".join(parts) + "\n")
     print(f"wrote {sys.argv[2]}")
+    peer = "open mpi" if "open mpi" in data.get("sides", []) else "gloo"
+    print(f"paisoar us ({peer} / paisoar):")
+    print(markdown(rows, peer))
 
 
 if __name__ == "__main__":
