@@ -68,6 +68,18 @@ std::vector<StepStats> run_steps(const std::vector<torch::nn::Sequential>& stage
   return out;
 }
 
+// `p` stages of one SleepLayer(forward_ms) each, stepped `warmup + steps`
+// times with `schedule` and `m` micro-batches of one 4-float row.
+std::vector<StepStats> run_sleeping_stages(int p, double forward_ms, pp::Schedule schedule, int m, int warmup,
+                                           int steps, comm::Backend backend) {
+  std::vector<torch::nn::Sequential> modules;
+  for (int s = 0; s < p; ++s) modules.push_back(torch::nn::Sequential(SleepLayer(forward_ms)));
+  pp::PipelineOptions options;
+  options.micro_batches = m;
+  options.schedule = schedule;
+  return run_steps(modules, options, torch::ones({m, 4}), warmup, steps, backend);
+}
+
 std::vector<torch::nn::Sequential> stages_of(const torch::nn::Sequential& model, const pp::PartitionPlan& plan) {
   std::vector<torch::nn::Sequential> out;
   for (size_t s = 0; s < plan.stages.size(); ++s) out.push_back(pp::stage_module(model, plan, static_cast<int>(s)));
@@ -82,14 +94,9 @@ std::vector<BubbleRow> run_bubble(const std::vector<int>& stages, const std::vec
                                   double forward_ms, int steps, comm::Backend backend) {
   std::vector<BubbleRow> rows;
   for (int p : stages) {
-    std::vector<torch::nn::Sequential> modules;
-    for (int s = 0; s < p; ++s) modules.push_back(torch::nn::Sequential(SleepLayer(forward_ms)));
     for (pp::Schedule schedule : {pp::Schedule::GPipe, pp::Schedule::OneFOneB}) {
       for (int m : micro_batches) {
-        pp::PipelineOptions options;
-        options.micro_batches = m;
-        options.schedule = schedule;
-        const auto per_step = run_steps(modules, options, torch::ones({m, 4}), /*warmup=*/1, steps, backend);
+        const auto per_step = run_sleeping_stages(p, forward_ms, schedule, m, /*warmup=*/1, steps, backend);
         std::vector<double> bubbles, step_ms;
         for (const auto& step : per_step) {
           bubbles.push_back(measured_bubble(step));
@@ -116,13 +123,8 @@ std::vector<OverheadRow> run_overhead(const std::vector<int>& stages, int micro_
                                       comm::Backend backend) {
   std::vector<OverheadRow> rows;
   for (int p : stages) {
-    std::vector<torch::nn::Sequential> modules;
-    for (int s = 0; s < p; ++s) modules.push_back(torch::nn::Sequential(SleepLayer(0.0)));
     for (pp::Schedule schedule : {pp::Schedule::GPipe, pp::Schedule::OneFOneB}) {
-      pp::PipelineOptions options;
-      options.micro_batches = micro_batches;
-      options.schedule = schedule;
-      const auto per_step = run_steps(modules, options, torch::ones({micro_batches, 4}), /*warmup=*/2, steps, backend);
+      const auto per_step = run_sleeping_stages(p, 0.0, schedule, micro_batches, /*warmup=*/2, steps, backend);
       std::vector<double> per_mb, outside;
       for (const auto& step : per_step) {
         const auto slowest = std::max_element(step.begin(), step.end(), [](const auto& a, const auto& b) {
