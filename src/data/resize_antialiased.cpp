@@ -87,18 +87,47 @@ AxisFilter axis_filter(int64_t in, int64_t out) {
   return f;
 }
 
-template <int C>
+// T: the taps per output pixel, fixed so the compiler unrolls the gather.
+template <int C, int T>
 void horizontal(const uint8_t* src, const AxisFilter& f, int16_t* dst) {
+  const int64_t n = static_cast<int64_t>(f.start.size());
+  const int32_t* w = f.weight.data();
+  const int32_t* start = f.start.data();
+  for (int64_t x = 0; x < n; ++x, w += T, dst += C) {
+    const uint8_t* s = src + static_cast<int64_t>(start[x]) * C;
+    for (int c = 0; c < C; ++c) {
+      int32_t acc = 1 << (kBits - kRowBits - 1);
+      for (int k = 0; k < T; ++k) acc += s[k * C + c] * w[k];
+      dst[c] = static_cast<int16_t>(acc >> (kBits - kRowBits));
+    }
+  }
+}
+
+template <int C>
+void horizontal_any(const uint8_t* src, const AxisFilter& f, int16_t* dst) {
   const int64_t n = static_cast<int64_t>(f.start.size()), taps = f.taps;
   const int32_t* w = f.weight.data();
   for (int64_t x = 0; x < n; ++x, w += taps) {
     const uint8_t* s = src + static_cast<int64_t>(f.start[x]) * C;
-    int32_t acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = 1 << (kBits - kRowBits - 1);
-    for (int64_t k = 0; k < taps; ++k) {
-      for (int c = 0; c < C; ++c) acc[c] += s[k * C + c] * w[k];
+    for (int c = 0; c < C; ++c) {
+      int32_t acc = 1 << (kBits - kRowBits - 1);
+      for (int64_t k = 0; k < taps; ++k) acc += s[k * C + c] * w[k];
+      dst[x * C + c] = static_cast<int16_t>(acc >> (kBits - kRowBits));
     }
-    for (int c = 0; c < C; ++c) dst[x * C + c] = static_cast<int16_t>(acc[c] >> (kBits - kRowBits));
+  }
+}
+
+template <int C>
+using RowFilter = void (*)(const uint8_t*, const AxisFilter&, int16_t*);
+
+template <int C>
+RowFilter<C> row_filter(int64_t taps) {
+  switch (taps) {
+    case 1: return horizontal<C, 1>;
+    case 2: return horizontal<C, 2>;
+    case 3: return horizontal<C, 3>;
+    case 4: return horizontal<C, 4>;
+    default: return horizontal_any<C>;
   }
 }
 
@@ -107,6 +136,7 @@ Image resample(const Image& src, int64_t out_h, int64_t out_w) {
   Image out(out_h, out_w, C);
   const AxisFilter fx = axis_filter(src.width, out_w);
   const AxisFilter fy = axis_filter(src.height, out_h);
+  const RowFilter<C> filter_row = row_filter<C>(fx.taps);
   const int64_t n = out_w * C, taps = fy.taps;
   std::vector<int16_t> ring(static_cast<size_t>(taps * n));  // source row r in slot r % taps
   std::vector<int32_t> acc(static_cast<size_t>(n));
@@ -115,7 +145,7 @@ Image resample(const Image& src, int64_t out_h, int64_t out_w) {
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t first = fy.start[y];
     for (int64_t r = std::max(computed, first); r < first + taps; ++r) {
-      horizontal<C>(src.row(r), fx, ring.data() + (r % taps) * n);
+      filter_row(src.row(r), fx, ring.data() + (r % taps) * n);
     }
     computed = first + taps;
     const int32_t* w = fy.weight.data() + y * taps;
