@@ -131,6 +131,19 @@ RowFilter<C> row_filter(int64_t taps) {
   }
 }
 
+constexpr int kShift = kBits + kRowBits;
+constexpr int64_t kMaxFusedTaps = 4;
+
+// One output row from T horizontally resampled rows, in one pass.
+template <int T>
+void vertical(const int16_t* const* rows, const int32_t* w, int64_t n, uint8_t* dst) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t acc = 1 << (kShift - 1);
+    for (int k = 0; k < T; ++k) acc += rows[k][i] * w[k];
+    dst[i] = static_cast<uint8_t>(acc >> kShift);
+  }
+}
+
 template <int C>
 Image resample(const Image& src, int64_t out_h, int64_t out_w) {
   Image out(out_h, out_w, C);
@@ -140,7 +153,6 @@ Image resample(const Image& src, int64_t out_h, int64_t out_w) {
   const int64_t n = out_w * C, taps = fy.taps;
   std::vector<int16_t> ring(static_cast<size_t>(taps * n));  // source row r in slot r % taps
   std::vector<int32_t> acc(static_cast<size_t>(n));
-  constexpr int kShift = kBits + kRowBits;
   int64_t computed = 0;  // source rows below this one are in the ring (if still in the window)
   for (int64_t y = 0; y < out_h; ++y) {
     const int64_t first = fy.start[y];
@@ -148,16 +160,24 @@ Image resample(const Image& src, int64_t out_h, int64_t out_w) {
       filter_row(src.row(r), fx, ring.data() + (r % taps) * n);
     }
     computed = first + taps;
+    const int16_t* rows[kMaxFusedTaps];
+    for (int64_t k = 0; k < taps && k < kMaxFusedTaps; ++k) rows[k] = ring.data() + ((first + k) % taps) * n;
     const int32_t* w = fy.weight.data() + y * taps;
-    std::fill(acc.begin(), acc.end(), 1 << (kShift - 1));
-    for (int64_t k = 0; k < taps; ++k) {
-      const int16_t* row = ring.data() + ((first + k) % taps) * n;
-      const int32_t wk = w[k];
-      if (wk == 0) continue;
-      for (int64_t i = 0; i < n; ++i) acc[i] += row[i] * wk;
-    }
     uint8_t* dst = out.row(y);
-    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(acc[i] >> kShift);
+    switch (taps) {
+      case 1: vertical<1>(rows, w, n, dst); break;
+      case 2: vertical<2>(rows, w, n, dst); break;
+      case 3: vertical<3>(rows, w, n, dst); break;
+      case 4: vertical<4>(rows, w, n, dst); break;
+      default: {
+        std::fill(acc.begin(), acc.end(), 1 << (kShift - 1));
+        for (int64_t k = 0; k < taps; ++k) {
+          const int16_t* row = ring.data() + ((first + k) % taps) * n;
+          for (int64_t i = 0; i < n; ++i) acc[i] += row[i] * w[k];
+        }
+        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(acc[i] >> kShift);
+      }
+    }
   }
   return out;
 }
