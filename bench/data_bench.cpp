@@ -1,7 +1,7 @@
 // `paisoar bench data`: samples/s of the data pipeline, ours next to
-// torchvision's ImageFolder + DataLoader with the same workers, batch and
-// transforms (RandomResizedCrop(224), horizontal flip, ToTensor + Normalize)
-// in the same run; ours also from record shards of the same images, and the
+// torchvision's ImageFolder + DataLoader and Meta's SPDL (bench/data_spdl_peer.py,
+// CPU only) with the same workers, batch and transforms (RandomResizedCrop(224),
+// horizontal flip, ToTensor + Normalize) in the same run; ours also from record shards of the same images, and the
 // IDX loader on Fashion-MNIST next to torchvision's FashionMNIST. The JPEGs
 // are generated here (bench/photo_set.h), never downloaded.
 #include <torch/cuda.h>
@@ -45,6 +45,7 @@ struct DataBenchOptions {
   std::string dir = (fs::temp_directory_path() / "paisoar_bench_data").string();
   std::string idx_dir = "/usr/share/datasets/fashion-mnist";
   std::string peer_script;
+  std::string spdl_script;
   std::string json = "data_bench.json";
   // cpu: batches as the loader hands them over. cuda: fed to the GPU, ours as
   // uint8 through pinned memory with normalise + flip on the device
@@ -78,13 +79,12 @@ double loader_rate(const std::shared_ptr<const Dataset>& dataset, int64_t worker
   return s > 0 ? samples / s : 0;
 }
 
-double peer_rate(const bench::PythonPeer& peer, const std::string& mode, const std::string& root,
-                 int64_t workers, const DataBenchOptions& o) {
-  auto child = bench::run_child({peer.python, peer.script, "--mode", mode, "--root", root, "--workers",
-                                 std::to_string(workers), "--batch", std::to_string(o.batch), "--size",
-                                 std::to_string(o.size), "--device", o.device});
+// Runs a peer script with `args` after the interpreter and script; its last line's samples_per_s.
+double peer_rate(const bench::PythonPeer& peer, std::vector<std::string> args) {
+  args.insert(args.begin(), {peer.python, peer.script});
+  auto child = bench::run_child(args);
   if (!child.status.success()) {
-    throw std::runtime_error("data_peer.py " + child.status.describe() + ": " +
+    throw std::runtime_error(peer.script + " " + child.status.describe() + ": " +
                              child.err.substr(child.err.size() > 2000 ? child.err.size() - 2000 : 0));
   }
   return json::parse(bench::last_line(child.out)).at("samples_per_s").get<double>();
@@ -110,13 +110,16 @@ ImagePipeline imagenet_train_pipeline(int64_t size, bool on_device) {
 struct DataRow {
   std::string source;
   int64_t workers = 0;
-  std::vector<double> ours, peer;
+  std::vector<double> ours, peer, spdl;
 };
 
 int run_data_bench(const DataBenchOptions& o) {
   torch::set_num_threads(1);  // our workers use no intra-op threads; keep the consumer alike
   const auto peer = bench::find_python_peer("data_peer.py", o.peer_script);
   if (!peer.ok()) std::fprintf(stderr, "paisoar bench data: no PyTorch peer: %s\n", peer.missing.c_str());
+  const auto spdl = bench::find_python_peer("data_spdl_peer.py", o.spdl_script);
+  const bool spdl_runs = spdl.ok() && o.device == "cpu";
+  if (!spdl.ok()) std::fprintf(stderr, "paisoar bench data: no SPDL peer: %s\n", spdl.missing.c_str());
 
   const std::string folder = (fs::path(o.dir) / "folder").string();
   const std::string shards = (fs::path(o.dir) / "shards").string();
@@ -173,15 +176,28 @@ int run_data_bench(const DataBenchOptions& o) {
         s.ours.push_back(loader_rate(from_shards, w, o.batch, seed, to_device));
         if (idx) i.ours.push_back(loader_rate(idx, w, o.batch, seed));
       };
+      const std::vector<std::string> common = {"--workers", std::to_string(w), "--batch", std::to_string(o.batch),
+                                               "--size", std::to_string(o.size), "--seed", std::to_string(seed)};
       auto peer_runs = [&] {
+        if (spdl_runs) {
+          auto args = common;
+          args.insert(args.end(), {"--root", folder});
+          f.spdl.push_back(peer_rate(spdl, args));
+        }
         if (!peer.ok()) return;
-        f.peer.push_back(peer_rate(peer, "folder", folder, w, o));
-        if (idx) i.peer.push_back(peer_rate(peer, "idx", o.idx_dir, w, o));
+        auto args = common;
+        args.insert(args.end(), {"--device", o.device, "--mode", "folder", "--root", folder});
+        f.peer.push_back(peer_rate(peer, args));
+        if (idx) {
+          args.back() = o.idx_dir;
+          args[args.size() - 3] = "idx";
+          i.peer.push_back(peer_rate(peer, args));
+        }
       };
       if (r % 2 == 0) { ours_first(); peer_runs(); } else { peer_runs(); ours_first(); }
-      std::fprintf(stderr, "  workers %lld repeat %d: folder %.0f/s (torchvision %.0f/s), shards %.0f/s\n",
-                   static_cast<long long>(w), r, f.ours.back(), f.peer.empty() ? 0.0 : f.peer.back(),
-                   s.ours.back());
+      std::fprintf(stderr, "  workers %lld repeat %d: folder %.0f/s (SPDL %.0f/s, torchvision %.0f/s), shards %.0f/s\n",
+                   static_cast<long long>(w), r, f.ours.back(), f.spdl.empty() ? 0.0 : f.spdl.back(),
+                   f.peer.empty() ? 0.0 : f.peer.back(), s.ours.back());
     }
     rows.push_back(f);
     rows.push_back(s);
@@ -192,22 +208,27 @@ int run_data_bench(const DataBenchOptions& o) {
               "RandomResizedCrop(%lld) + flip + normalise, delivered to %s; medians of %d runs\n",
               static_cast<long long>(o.images), jpeg_bytes / 1e6, static_cast<long long>(o.batch),
               static_cast<long long>(o.size), device.str().c_str(), o.repeats);
-  std::printf("%-18s %7s %14s %16s %8s\n", "source", "workers", "paisoar (/s)", "torchvision (/s)", "ratio");
+  std::printf("%-18s %7s %14s %11s %16s %8s %8s\n", "source", "workers", "paisoar (/s)", "SPDL (/s)",
+              "torchvision (/s)", "vs SPDL", "vs tv");
   json out = {{"images", o.images}, {"jpeg_bytes", jpeg_bytes}, {"batch", o.batch}, {"size", o.size},
               {"device", device.str()},
               {"repeats", o.repeats}, {"rows", json::array()}};
   if (peer.ok()) out["peer"] = {{"python", peer.python}, {"torch", peer.torch_version}};
+  if (spdl_runs) out["spdl_peer"] = spdl.script;
   std::map<int64_t, double> folder_rate;
   for (const auto& r : rows) {
     const double ours = bench::median(r.ours);
     const double theirs = r.peer.empty() ? 0.0 : bench::median(r.peer);
+    const double spdl_rate = r.spdl.empty() ? 0.0 : bench::median(r.spdl);
     if (r.source == "jpeg folder") folder_rate[r.workers] = ours;
-    std::string ratio = "-";
-    if (theirs > 0) ratio = std::to_string(ours / theirs).substr(0, 4) + "x";
-    std::printf("%-18s %7lld %14.0f %16s %8s\n", r.source.c_str(), static_cast<long long>(r.workers), ours,
-                theirs > 0 ? std::to_string(static_cast<int64_t>(theirs)).c_str() : "-", ratio.c_str());
+    auto rate = [](double v) { return v > 0 ? std::to_string(static_cast<int64_t>(v)) : std::string("-"); };
+    auto ratio = [&](double v) { return v > 0 ? std::to_string(ours / v).substr(0, 4) + "x" : std::string("-"); };
+    std::printf("%-18s %7lld %14.0f %11s %16s %8s %8s\n", r.source.c_str(), static_cast<long long>(r.workers),
+                ours, rate(spdl_rate).c_str(), rate(theirs).c_str(), ratio(spdl_rate).c_str(),
+                ratio(theirs).c_str());
     json row = {{"source", r.source}, {"workers", r.workers}, {"paisoar", r.ours}, {"paisoar_median", ours}};
     if (theirs > 0) row["torchvision"] = r.peer, row["torchvision_median"] = theirs, row["ratio"] = ours / theirs;
+    if (spdl_rate > 0) row["spdl"] = r.spdl, row["spdl_median"] = spdl_rate, row["ratio_spdl"] = ours / spdl_rate;
     out["rows"].push_back(row);
   }
   for (const auto& r : rows) {
@@ -224,7 +245,7 @@ int run_data_bench(const DataBenchOptions& o) {
 
 Command add_bench_data_command(CLI::App& bench) {
   auto o = std::make_shared<DataBenchOptions>();
-  auto* cmd = bench.add_subcommand("data", "data pipeline samples/s vs torchvision's DataLoader");
+  auto* cmd = bench.add_subcommand("data", "data pipeline samples/s vs torchvision's DataLoader and SPDL");
   cmd->add_option("--images", o->images, "generated JPEGs")->check(CLI::Range(100, 1000000));
   cmd->add_option("--workers", o->workers, "worker counts to measure")->delimiter(',');
   cmd->add_option("--batch", o->batch, "batch size")->check(CLI::Range(1, 4096));
@@ -233,6 +254,7 @@ Command add_bench_data_command(CLI::App& bench) {
   cmd->add_option("--dir", o->dir, "where the generated images and shards are kept");
   cmd->add_option("--idx-dir", o->idx_dir, "Fashion-MNIST's IDX files");
   cmd->add_option("--peer-script", o->peer_script, "the torchvision peer (default: bench/data_peer.py)");
+  cmd->add_option("--spdl-script", o->spdl_script, "the SPDL peer (default: bench/data_spdl_peer.py)");
   cmd->add_option("--json", o->json, "where to write the results");
   cmd->add_option("--device", o->device, "cpu (batches as loaded) or cuda (fed to the GPU)");
   return [o](int, char**) { return run_data_bench(*o); };

@@ -19,7 +19,9 @@ TORCH_PIN="torch==2.14.1"
 TORCHVISION_PIN="torchvision==0.29.1"
 # mypy: tests/python/test_typing.py; expecttest: torch.testing._internal imports it
 # (torch's own DDP tests, tests/python/torch_ddp_suite)
-PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools mypy expecttest)
+# spdl: benchmark only, `paisoar bench data`'s SPDL peer (bench/data_spdl_peer.py); the library
+# never imports it
+PY_PACKAGES=(numpy safetensors pytest tensorboard setuptools mypy expecttest spdl)
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
@@ -34,6 +36,8 @@ PACKAGES=(
 if [ "$minimal" -eq 0 ]; then
   PACKAGES+=(googletest libgtest-dev libbenchmark-dev
              openmpi-bin libopenmpi-dev  # `paisoar bench comm --peer mpi` only: the library never links MPI
+             libavutil57 libavcodec59 libavformat59 libavdevice59 libavfilter8 libswscale6  # FFmpeg 5 for the
+                                                  # SPDL peer of `paisoar bench data` only (spdl's wheel loads it)
              chromium)  # the report tests open `paisoar report`'s page in headless Chromium
 fi
 

@@ -38,7 +38,7 @@ Example checked_example(const Dataset& dataset, int64_t index, int64_t epoch,
 }  // namespace
 
 Batch build_batch(const Dataset& dataset, const BatchRequest& request,
-                  const DataLoaderOptions& options) {
+                  const DataLoaderOptions& options, BatchStoragePool* pool) {
   Batch batch;
   batch.epoch = request.epoch;
   batch.index = request.batch;
@@ -61,8 +61,10 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
       std::vector<int64_t> shape{request.count};
       for (int64_t d = 0; d < sample.dim(); ++d) shape.push_back(sample.size(d));
       auto tensor_options = torch::TensorOptions().dtype(sample.scalar_type());
-      if (options.pin_memory && at::hasCUDA()) tensor_options = tensor_options.pinned_memory(true);
-      batch.data = torch::empty(shape, tensor_options);
+      const bool pinned = options.pin_memory && at::hasCUDA();
+      if (pinned) tensor_options = tensor_options.pinned_memory(true);
+      batch.data = pool != nullptr && !pinned ? pool->empty(shape, sample.scalar_type())
+                                              : torch::empty(shape, tensor_options);
       first_index = index;
     } else if (!sample.sizes().equals(batch.data.sizes().slice(1)) ||
                sample.scalar_type() != batch.data.scalar_type()) {

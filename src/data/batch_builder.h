@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "paisoar/data/data_loader.h"
+#include "src/data/batch_storage_pool.h"
 
 namespace paisoar::data {
 
@@ -19,8 +20,9 @@ struct BatchRequest {
 };
 
 // Throws DataError for a bad sample under OnError::Raise (and for a shape that
-// differs from the batch's first sample, which no skipping can fix).
+// differs from the batch's first sample, which no skipping can fix). The data
+// tensor comes from `pool` when one is given and the batch is not pinned.
 Batch build_batch(const Dataset& dataset, const BatchRequest& request,
-                  const DataLoaderOptions& options);
+                  const DataLoaderOptions& options, BatchStoragePool* pool = nullptr);
 
 }  // namespace paisoar::data

@@ -50,7 +50,7 @@ void CropResize::apply(Image& image, SampleRng& rng) const {
   const bool whole = r.top == 0 && r.left == 0 && r.height == image.height && r.width == image.width;
   if (!whole) image = crop(image, r);
   if (image.height != p.out_height || image.width != p.out_width) {
-    image = resize_bilinear(image, p.out_height, p.out_width);
+    image = resize_antialiased(image, p.out_height, p.out_width);
   }
 }
 

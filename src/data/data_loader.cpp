@@ -79,7 +79,10 @@ int64_t dataset_size(const std::shared_ptr<const Dataset>& dataset) {
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)),
       options_(options),
-      sampler_((check_options(options), dataset_size(dataset_)), sampler_options(options)) {}
+      sampler_((check_options(options), dataset_size(dataset_)), sampler_options(options)),
+      // The prefetch window, plus the batches the consumer may still hold.
+      pool_(BatchStoragePool::create(static_cast<size_t>(std::max<int64_t>(1, options.workers) *
+                                                         options.prefetch_factor + 2))) {}
 
 DataLoader::~DataLoader() { stop_epoch(); }
 
@@ -141,7 +144,7 @@ void DataLoader::start_workers(Epoch* ep) {
         lock.unlock();
         Epoch::Result result;
         try {
-          result.batch = build_batch(*dataset_, ep->request(b, options_), options_);
+          result.batch = build_batch(*dataset_, ep->request(b, options_), options_, pool_.get());
         } catch (...) {
           result.error = std::current_exception();
         }
@@ -171,7 +174,7 @@ std::optional<Batch> DataLoader::next() {
     if (options_.workers == 0) {
       lock.unlock();
       try {
-        result.batch = build_batch(*dataset_, e.request(b, options_), options_);
+        result.batch = build_batch(*dataset_, e.request(b, options_), options_, pool_.get());
       } catch (...) {
         result.error = std::current_exception();
       }

@@ -183,7 +183,7 @@ TEST(Transforms, ResizeKeepsTheAspectRatioLikeTorchvision) {
   // The unfused path: crop (the whole image) then resize.
   Image image = numbered(9, 12, 3);
   Resize(6).apply(image, rng);
-  EXPECT_EQ(image.pixels, resize_bilinear(numbered(9, 12, 3), 6, 8).pixels);
+  EXPECT_EQ(image.pixels, resize_antialiased(numbered(9, 12, 3), 6, 8).pixels);
 }
 
 TEST(Transforms, CropResizeApplyIsCropThenResize) {
@@ -194,7 +194,7 @@ TEST(Transforms, CropResizeApplyIsCropThenResize) {
     Image image = original;
     rrc.apply(image, a);
     const CropPlan p = rrc.plan(40, 30, b);
-    EXPECT_EQ(image.pixels, resize_bilinear(crop(original, p.region), 5, 6).pixels);
+    EXPECT_EQ(image.pixels, resize_antialiased(crop(original, p.region), 5, 6).pixels);
   }
 }
 

@@ -67,6 +67,8 @@ struct LoaderStats {
   double last_wait_s = 0.0;
 };
 
+class BatchStoragePool;
+
 class DataLoader {
  public:
   // Throws c10::ValueError naming the bad option.
@@ -101,6 +103,7 @@ class DataLoader {
   DataLoaderOptions options_;
   DistributedSampler sampler_;
   std::unique_ptr<Epoch> epoch_;  // owned by the consumer thread; workers see it through its lock
+  std::shared_ptr<BatchStoragePool> pool_;  // batches' memory, recycled; thread-safe
   LoaderPosition failed_at_;      // position() while no epoch runs (never started, or after an error)
   bool started_ = false;          // an epoch was started (next() then never starts epoch 0 by itself)
   LoaderStats stats_;

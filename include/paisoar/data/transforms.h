@@ -21,8 +21,9 @@ class ImageTransform {
   virtual void apply(Image& image, SampleRng& rng) const = 0;
 };
 
-// A transform that cuts a region out of the image and resizes it (bilinear) to
-// a fixed size. ImagePipeline fuses a leading one into the JPEG decode: it asks
+// A transform that cuts a region out of the image and resizes it to a fixed
+// size (resize_antialiased: area average where it shrinks, bilinear where it
+// stretches). ImagePipeline fuses a leading one into the JPEG decode: it asks
 // for the plan from the header's size, decodes only that region at a reduced
 // scale, and resizes.
 struct CropPlan {
@@ -107,6 +108,13 @@ using TransformList = std::vector<std::shared_ptr<const ImageTransform>>;
 // Fixed-point weights; the result is within 0.51 of the exact value. Throws
 // c10::ValueError for an empty image or output size.
 Image resize_bilinear(const Image& src, int64_t out_height, int64_t out_width);
+// Resamples `src` to out_height x out_width the way the crop transforms do:
+// per axis, a shrink is the exact area average (each output pixel the mean of
+// the source area it covers, edge pixels weighted by their overlap; OpenCV's
+// INTER_AREA), a stretch is resize_bilinear's interpolation. Fixed-point
+// weights; the result is within 0.51 of the exact value. Throws
+// c10::ValueError for an empty image or output size.
+Image resize_antialiased(const Image& src, int64_t out_height, int64_t out_width);
 // The region's pixels. Throws c10::ValueError if it is not inside `src`.
 Image crop(const Image& src, const Region& region);
 
