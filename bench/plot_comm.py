@@ -42,15 +42,16 @@ def panel(op, lines, x0, y0, x_range, y_range):
              f'<rect x="{x0 + MARGIN_L}" y="{y0 + MARGIN_T}" width="{w}" height="{h}" fill="none" stroke="#999"/>']
     for e in range(math.ceil(yl), math.floor(yh) + 1):
         y = py(10 ** e)
-        label = {-6: "1 us", -5: "10 us", -4: "100 us", -3: "1 ms", -2: "10 ms", -1: "100 ms", 0: "1 s"}.get(e, f"1e{e}")
+        label = {-9: "1 ns", -8: "10 ns", -7: "100 ns", -6: "1 us", -5: "10 us", -4: "100 us", -3: "1 ms", -2: "10 ms", -1: "100 ms", 0: "1 s"}.get(e, f"1e{e}")
         parts.append(f'<line x1="{x0 + MARGIN_L}" x2="{x0 + MARGIN_L + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{x0 + MARGIN_L - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{label}</text>')
-    for e in range(math.ceil(xl), math.floor(xh) + 1):
-        b = 10 ** e
+    sizes = sorted({b for points in lines.values() for b, _ in points})
+    for i, b in enumerate(sizes):
         x = px(b)
-        label = size_label(b)
-        parts.append(f'<text x="{x:.1f}" y="{y0 + MARGIN_T + h + 14}" font-size="10" text-anchor="middle">'
-                     f'{label}</text>')
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y0 + MARGIN_T}" y2="{y0 + MARGIN_T + h}" stroke="#eee"/>')
+        if i % 2 == 0:
+            parts.append(f'<text x="{x:.1f}" y="{y0 + MARGIN_T + h + 14}" font-size="10" text-anchor="middle">'
+                         f'{size_label(b)}</text>')
     for name, points in lines.items():
         points = sorted(points)
         path = " ".join(f"{px(b):.1f},{py(s):.1f}" for b, s in points)
@@ -61,7 +62,7 @@ def panel(op, lines, x0, y0, x_range, y_range):
 
 
 def size_label(b):
-    return f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
+    return f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB" if b >= 2**10 else f"{b} B"
 
 
 def markdown(rows, peer):
