@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -84,8 +85,8 @@ std::vector<std::string> selected_ops(const std::string& list) {
   std::stringstream in(list);
   for (std::string op; std::getline(in, op, ',');) {
     if (std::find(comm_ops().begin(), comm_ops().end(), op) == comm_ops().end()) {
-      throw CLI::ValidationError("--ops", "no op '" + op + "'; the ops are allreduce, allreduce_avg, "
-                                 "allreduce_bf16, reduce_scatter, allgather_into, allgather, broadcast");
+      throw std::invalid_argument("no op '" + op + "'; the ops are allreduce, allreduce_avg, allreduce_bf16, "
+                                  "reduce_scatter, allgather_into, allgather, broadcast");
     }
     ops.push_back(op);
   }
@@ -106,7 +107,15 @@ void add_comm_bench_options(CLI::App& app, CommBenchOptions& o) {
   app.add_option("--seconds", o.seconds_per_point, "target seconds of one block of calls")
       ->check(CLI::Range(0.001, 60.0));
   app.add_option("--repeats", o.repeats, "blocks per point (median kept)")->check(CLI::Range(1, 100));
-  app.add_option("--ops", o.ops, "comma-separated ops to measure (default: all)");
+  app.add_option("--ops", o.ops, "comma-separated ops to measure (default: all)")
+      ->check([](const std::string& list) {
+        try {
+          selected_ops(list);
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      });
   app.add_option("--json", o.json, "where rank 0 writes the results");
 }
 
