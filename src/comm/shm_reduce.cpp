@@ -20,22 +20,15 @@ template <> struct AccOf<c10::Half> { using type = float; };
 template <> struct AccOf<c10::BFloat16> { using type = float; };
 template <> struct AccOf<bool> { using type = uint8_t; };
 
-// NaN wins min and max, as at::minimum and at::maximum.
-template <typename A>
-inline A min_of(A a, A b) {
+// The smaller (kMin) or larger of a and b; NaN wins, as at::minimum and
+// at::maximum.
+template <bool kMin, typename A>
+inline A extreme_of(A a, A b) {
   if constexpr (std::is_floating_point_v<A>) {
     if (a != a) return a;
     if (b != b) return b;
   }
-  return b < a ? b : a;
-}
-template <typename A>
-inline A max_of(A a, A b) {
-  if constexpr (std::is_floating_point_v<A>) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return a < b ? b : a;
+  return (kMin ? b < a : a < b) ? b : a;
 }
 
 template <typename T, Op kOp>
@@ -52,8 +45,8 @@ void reduce_typed(T* out, const void* const* rows, int n, int64_t count) {
         const A v = static_cast<A>(row[j]);
         if constexpr (kOp == Op::SUM || kOp == Op::AVG) acc[j] += v;
         else if constexpr (kOp == Op::PRODUCT) acc[j] *= v;
-        else if constexpr (kOp == Op::MIN) acc[j] = min_of(acc[j], v);
-        else if constexpr (kOp == Op::MAX) acc[j] = max_of(acc[j], v);
+        else if constexpr (kOp == Op::MIN) acc[j] = extreme_of<true>(acc[j], v);
+        else if constexpr (kOp == Op::MAX) acc[j] = extreme_of<false>(acc[j], v);
         else if constexpr (kOp == Op::BAND) acc[j] &= v;
         else if constexpr (kOp == Op::BOR) acc[j] |= v;
         else if constexpr (kOp == Op::BXOR) acc[j] ^= v;
