@@ -41,6 +41,7 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
       return 0;
     }
     train::validate(config, launched_world_size(a.nproc));
+    train::check_reference_layout(config);
   } catch (const train::ConfigError& e) {
     std::cerr << "paisoar train: " << paisoar::error_text(e) << "\n";
     return 2;

@@ -9,3 +9,4 @@
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/precision.h"
 #include "paisoar/amp/precision_regions.h"
+#include "paisoar/amp/region_chain.h"

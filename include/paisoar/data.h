@@ -19,4 +19,5 @@
 #include "paisoar/data/record_shards.h"
 #include "paisoar/data/sample_rng.h"
 #include "paisoar/data/shard_dataset.h"
+#include "paisoar/data/text_corpus.h"
 #include "paisoar/data/transforms.h"

@@ -7,3 +7,4 @@
 #include "paisoar/hybrid/parallel_layout.h"
 #include "paisoar/hybrid/replicated_parameters.h"
 #include "paisoar/hybrid/stage_sync.h"
+#include "paisoar/hybrid/tied_parameters.h"

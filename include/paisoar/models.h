@@ -5,6 +5,7 @@
 
 #include "paisoar/models/fashion_cnn.h"
 #include "paisoar/models/gpt.h"
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/models/mlp.h"
 #include "paisoar/models/resnet.h"
 #include "paisoar/models/vgg.h"

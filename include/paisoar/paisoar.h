@@ -9,6 +9,7 @@
 #include "paisoar/ddp.h"
 #include "paisoar/grad.h"
 #include "paisoar/hybrid.h"
+#include "paisoar/layout.h"
 #include "paisoar/memory.h"
 #include "paisoar/models.h"
 #include "paisoar/optim.h"

@@ -7,6 +7,7 @@
 #include "paisoar/tensor_parallel/column_parallel_linear.h"
 #include "paisoar/tensor_parallel/mappings.h"
 #include "paisoar/tensor_parallel/parallel_attention.h"
+#include "paisoar/tensor_parallel/parallel_classifiers.h"
 #include "paisoar/tensor_parallel/parallel_gpt.h"
 #include "paisoar/tensor_parallel/parallel_gpt_block.h"
 #include "paisoar/tensor_parallel/parallel_mlp.h"

@@ -2,6 +2,7 @@
 // parameters across data-parallel ranks, sharded checkpoints, memory accounting.
 #pragma once
 
+#include "paisoar/zero/gather_regions.h"
 #include "paisoar/zero/layer_list.h"
 #include "paisoar/zero/memory_bytes.h"
 #include "paisoar/zero/options.h"

@@ -83,7 +83,7 @@ void bind_train(py::module_& m) {
         if (forward) {
           task.model = mirror;
           task.forward = [forward](const torch::Tensor& x) { return (*forward)(x); };
-          task.layers = torch::nn::Sequential(nullptr);
+          task.layers = models::LayerSequence();
         }
         task.model->to(device);
         const train::TrainResult result = trainer.fit(task);

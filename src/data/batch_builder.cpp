@@ -43,6 +43,7 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
   batch.epoch = request.epoch;
   batch.index = request.batch;
   std::vector<int64_t> labels, indices;
+  std::vector<torch::Tensor> targets;  // when the samples have tensor targets
   labels.reserve(static_cast<size_t>(request.count));
   indices.reserve(static_cast<size_t>(request.count));
   int64_t first_index = -1;
@@ -76,6 +77,12 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
     const auto row = static_cast<int64_t>(labels.size());
     const size_t bytes = sample.numel() * sample.element_size();
     std::memcpy(static_cast<char*>(batch.data.data_ptr()) + row * bytes, sample.data_ptr(), bytes);
+    if (!labels.empty() && ex.target.defined() != !targets.empty()) {
+      throw DataError(dataset.describe(index) + (ex.target.defined() ? " has a tensor target but " : " has no tensor target but ") +
+                      dataset.describe(first_index) + (ex.target.defined() ? " has none" : " has one") +
+                      "; a data set gives every sample the same kind of target");
+    }
+    if (ex.target.defined()) targets.push_back(ex.target);
     labels.push_back(ex.label);
     indices.push_back(index);
   }
@@ -86,7 +93,16 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
                     dataset.describe(request.indices[0]) + "; the data set looks broken, not one file");
   }
   if (kept < request.count) batch.data = batch.data.narrow(0, 0, kept);
-  batch.labels = torch::tensor(labels, torch::kLong);
+  if (!targets.empty()) {
+    try {
+      batch.labels = torch::stack(targets);
+    } catch (const c10::Error& e) {
+      throw DataError(dataset.describe(first_index) + ": the batch's tensor targets differ in shape (" +
+                      e.what_without_backtrace() + "); a batch needs equal shapes");
+    }
+  } else {
+    batch.labels = torch::tensor(labels, torch::kLong);
+  }
   batch.indices = torch::tensor(indices, torch::kLong);
   return batch;
 }

@@ -205,6 +205,11 @@ GradientReducer::~GradientReducer() = default;
 
 void GradientReducer::pre_forward() { impl_->pre_forward(); }
 
+void GradientReducer::prepare_backward() {
+  impl_->check_parameters_unchanged();
+  impl_->engine_->begin_forward();
+}
+
 void GradientReducer::post_forward(const std::vector<torch::Tensor>& outputs) {
   impl_->engine_->mark_unreachable(outputs);
 }

@@ -23,7 +23,11 @@ void sync_in_last_backward(pipeline::Pipeline& pipe, std::function<void(bool syn
 void sync_in_last_backward(pipeline::Pipeline& pipe, ddp::GradientReducer& reducer) {
   sync_in_last_backward(pipe, [&reducer](bool sync) {
     reducer.set_sync(sync);
-    reducer.pre_forward();
+    if (sync) {
+      reducer.prepare_backward();  // the buffers were synced before the step's first forward
+    } else {
+      reducer.pre_forward();
+    }
   });
 }
 

@@ -36,14 +36,25 @@ torch::Tensor FashionCnnImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == 28 && x.size(3) == 28,
               "FashionCnn takes N x 1 x 28 x 28 images, got ", x.sizes(),
               "; resize or pad the input to 28 x 28 with one channel");
-  x = amp::in_region("conv1", x, conv1);
-  if (bn1) x = amp::in_region("bn1", x, bn1);
-  x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
-  x = amp::in_region("conv2", x, conv2);
-  if (bn2) x = amp::in_region("bn2", x, bn2);
-  x = F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
-  x = torch::relu(amp::in_region("fc1", x.flatten(1), fc1));
-  return amp::in_region("fc2", x, fc2);
+  return run_layers(layers(), x);
+}
+
+Layer fashion_cnn_conv_layer(const std::string& name, torch::nn::Conv2d conv, torch::nn::BatchNorm2d bn,
+                             const std::string& bn_name) {
+  Layer layer{name, {{name, conv.ptr()}}, nullptr};
+  if (bn) layer.modules.emplace_back(bn_name, bn.ptr());
+  layer.forward = [conv, bn, bn_name](const torch::Tensor& in) mutable {
+    torch::Tensor x = conv(in);
+    if (bn) x = amp::in_region(bn_name, x, bn);
+    return F::max_pool2d(torch::relu(x), F::MaxPool2dFuncOptions(2));
+  };
+  return layer;
+}
+
+std::vector<Layer> FashionCnnImpl::layers() {
+  return {fashion_cnn_conv_layer("conv1", conv1, bn1, "bn1"), fashion_cnn_conv_layer("conv2", conv2, bn2, "bn2"),
+          {"fc1", {{"fc1", fc1.ptr()}}, [fc = fc1](const torch::Tensor& x) mutable { return torch::relu(fc(x.flatten(1))); }},
+          {"fc2", {{"fc2", fc2.ptr()}}, [fc = fc2](const torch::Tensor& x) mutable { return fc(x); }}};
 }
 
 }  // namespace paisoar::models

@@ -119,16 +119,35 @@ GptImpl::GptImpl(const GptOptions& options) : options_(options) {
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
-  TORCH_CHECK(idx.dim() == 2 && idx.scalar_type() == torch::kLong, "Gpt takes token ids [B, T] as int64, got ",
+  return run_layers(layers(), idx);
+}
+
+std::vector<Layer> GptImpl::layers() {
+  std::vector<Layer> out;
+  out.push_back({"embed", {{"transformer.wte", wte.ptr()}, {"transformer.wpe", wpe.ptr()}},
+                 [wte = wte, wpe = wpe, o = options_](const torch::Tensor& idx) mutable {
+                   check_tokens(idx, o.block_size, "Gpt");
+                   auto pos = torch::arange(idx.size(1), idx.options());
+                   return torch::dropout(wte(idx) + wpe(pos), o.dropout, wte->is_training());
+                 }});
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto block = h->ptr<GptBlockImpl>(i);
+    out.push_back({"h." + std::to_string(i), {{"transformer.h." + std::to_string(i), block}},
+                   [block](const torch::Tensor& x) { return block->forward(x); }});
+  }
+  out.push_back({"head", {{"transformer.ln_f", ln_f.ptr()}, {"transformer.wte", wte.ptr()}},
+                 [ln_f = ln_f, wte = wte](const torch::Tensor& x) mutable {
+                   return torch::nn::functional::linear(ln_f(x), wte->weight);  // lm_head, tied to wte
+                 }});
+  return out;
+}
+
+void check_tokens(const torch::Tensor& idx, int64_t block_size, const char* model) {
+  TORCH_CHECK(idx.dim() == 2 && idx.scalar_type() == torch::kLong, model, " takes token ids [B, T] as int64, got ",
               idx.sizes(), " of ", idx.scalar_type());
-  const int64_t T = idx.size(1);
-  TORCH_CHECK(T <= options_.block_size, "Gpt: the sequence has ", T, " tokens but block_size is ",
-              options_.block_size, "; crop the input to its last ", options_.block_size,
+  TORCH_CHECK(idx.size(1) <= block_size, model, ": the sequence has ", idx.size(1), " tokens but block_size is ",
+              block_size, "; crop the input to its last ", block_size,
               " tokens or build the model with a larger GptOptions::block_size");
-  auto pos = torch::arange(T, idx.options());
-  auto x = torch::dropout(wte(idx) + wpe(pos), options_.dropout, is_training());
-  for (const auto& block : *h) x = block->as<GptBlock>()->forward(x);
-  return torch::nn::functional::linear(ln_f(x), wte->weight);  // lm_head, tied to wte
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& logits, const torch::Tensor& targets) {

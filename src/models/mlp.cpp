@@ -36,16 +36,29 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() >= 2 && per_sample == options_.in_features, "Mlp takes N x ... inputs of ",
               options_.in_features, " features per sample, got ", x.sizes(),
               "; set MlpOptions::in_features to the per-sample size");
-  x = x.flatten(1);
-  {
-    auto pin = amp::region("hidden");
-    x = pin.cast(x);
-    for (const auto& layer : *hidden) {
-      x = torch::relu(layer->as<torch::nn::Linear>()->forward(x));
-      if (options_.dropout > 0.0) x = torch::dropout(x, options_.dropout, is_training());
-    }
+  return run_layers(layers(), x);
+}
+
+Layer mlp_hidden_layer(const std::string& path, std::shared_ptr<torch::nn::Module> module, LayerFn linear,
+                       bool first, double dropout) {
+  return {path, {{path, module}}, [module, linear, first, dropout](const torch::Tensor& in) {
+            torch::Tensor x = torch::relu(linear(first ? in.flatten(1) : in));
+            return dropout > 0.0 ? torch::dropout(x, dropout, module->is_training()) : x;
+          }};
+}
+
+std::vector<Layer> MlpImpl::layers() {
+  std::vector<Layer> out;
+  for (size_t i = 0; i < hidden->size(); ++i) {
+    auto linear = hidden->ptr<torch::nn::LinearImpl>(i);
+    out.push_back(mlp_hidden_layer("hidden." + std::to_string(i), linear,
+                                   [linear](const torch::Tensor& x) { return linear->forward(x); }, i == 0,
+                                   options_.dropout));
   }
-  return amp::in_region("head", x, head);
+  out.push_back({"head", {{"head", head.ptr()}}, [fc = head, flatten = hidden->size() == 0](const torch::Tensor& x) mutable {
+                   return fc(flatten ? x.flatten(1) : x);
+                 }});
+  return out;
 }
 
 }  // namespace paisoar::models

@@ -122,15 +122,29 @@ torch::nn::Sequential ResNetImpl::make_layer(int64_t planes, int64_t blocks, int
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels, "ResNet takes N x ", options_.in_channels,
               " x H x W images, got ", x.sizes());
-  x = torch::relu(amp::in_region("bn1", amp::in_region("conv1", x, conv1), bn1));
-  x = F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
-  const std::pair<const char*, torch::nn::Sequential*> layers[] = {
+  return run_layers(layers(), x);
+}
+
+std::vector<Layer> ResNetImpl::layers() {
+  std::vector<Layer> out;
+  out.push_back({"conv1", {{"conv1", conv1.ptr()}, {"bn1", bn1.ptr()}},
+                 [conv = conv1, bn = bn1](const torch::Tensor& in) mutable {
+                   torch::Tensor x = torch::relu(amp::in_region("bn1", conv(in), bn));
+                   return F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1));
+                 }});
+  const std::pair<const char*, torch::nn::Sequential*> stages[] = {
       {"layer1", &layer1}, {"layer2", &layer2}, {"layer3", &layer3}, {"layer4", &layer4}};
-  for (const auto& [name, layer] : layers) {
-    x = amp::in_region(name, x, *layer);
+  for (const auto& [name, stage] : stages) {
+    for (size_t i = 0; i < (*stage)->size(); ++i) {
+      torch::nn::AnyModule block = (*stage)->begin()[i];
+      const std::string path = std::string(name) + "." + std::to_string(i);
+      out.push_back({path, {{path, block.ptr()}}, [block](const torch::Tensor& x) mutable { return block.forward(x); }});
+    }
   }
-  x = F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1);
-  return amp::in_region("fc", x, fc);
+  out.push_back({"fc", {{"fc", fc.ptr()}}, [linear = fc](const torch::Tensor& x) mutable {
+                   return linear(F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
+                 }});
+  return out;
 }
 
 ResNet resnet18(int64_t num_classes) {

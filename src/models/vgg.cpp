@@ -71,9 +71,52 @@ VggImpl::VggImpl(const VggOptions& options) : options_(options) {
 torch::Tensor VggImpl::forward(torch::Tensor x) {
   TORCH_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) >= min_side_ && x.size(3) >= min_side_,
               "Vgg takes N x 3 x H x W images with H, W >= ", min_side_, " (one halving per pool), got ", x.sizes());
-  x = amp::in_region("features", x, features);
-  x = avgpool(x).flatten(1);
-  return amp::in_region("classifier", x, classifier);
+  return run_layers(layers(), x);
+}
+
+namespace {
+
+// `seq`'s children grouped into layers: each child of type Head starts one,
+// the children after it up to the next join it. `prefix` names the paths.
+template <typename Head>
+std::vector<Layer> grouped_layers(const torch::nn::Sequential& seq, const std::string& prefix) {
+  std::vector<Layer> out;
+  std::vector<torch::nn::AnyModule> group;
+  const auto close = [&] {
+    if (group.empty()) return;
+    out.back().forward = [group](const torch::Tensor& in) mutable {
+      torch::Tensor x = in;
+      for (auto& m : group) x = m.forward(x);
+      return x;
+    };
+    group.clear();
+  };
+  for (size_t i = 0; i < seq->size(); ++i) {
+    torch::nn::AnyModule child = seq->begin()[i];
+    const std::string path = prefix + "." + std::to_string(i);
+    if (child.ptr()->as<Head>() != nullptr || out.empty()) {
+      close();
+      out.push_back({path, {}, nullptr});
+    }
+    out.back().modules.emplace_back(path, child.ptr());
+    group.push_back(child);
+  }
+  close();
+  return out;
+}
+
+}  // namespace
+
+std::vector<Layer> VggImpl::layers() {
+  std::vector<Layer> out = grouped_layers<torch::nn::Conv2dImpl>(features, "features");
+  std::vector<Layer> head = grouped_layers<torch::nn::LinearImpl>(classifier, "classifier");
+  // The average pool and the flatten go before the first Linear.
+  head.front().modules.insert(head.front().modules.begin(), {"avgpool", avgpool.ptr()});
+  head.front().forward = [pool = avgpool, first = head.front().forward](const torch::Tensor& x) mutable {
+    return first(pool(x).flatten(1));
+  };
+  out.insert(out.end(), head.begin(), head.end());
+  return out;
 }
 
 Vgg vgg16(int64_t num_classes, bool batch_norm) {

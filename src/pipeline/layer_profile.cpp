@@ -61,6 +61,11 @@ class StateRestore {
 
 std::vector<LayerCost> profile_layers(const torch::nn::Sequential& model, const torch::Tensor& sample,
                                       const ProfileOptions& options) {
+  return profile_layers(models::LayerSequence::of_sequential(model), sample, options);
+}
+
+std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const torch::Tensor& sample,
+                                      const ProfileOptions& options) {
   TORCH_CHECK(sample.defined(), "profile_layers: the sample batch is undefined");
   TORCH_CHECK(options.repeats >= 1 && options.warmup >= 0 && options.activation_copies >= 0,
               "profile_layers: need repeats >= 1, warmup >= 0 and activation_copies >= 0");
@@ -72,15 +77,16 @@ std::vector<LayerCost> profile_layers(const torch::nn::Sequential& model, const 
       // another allocator owns the CPU: fall back to the output-size estimate below
     }
   }
-  StateRestore restore(*model);
+  const models::LayerRange all = model.part(0, model.size());
+  StateRestore restore(*all);
   std::vector<LayerCost> costs;
   torch::Tensor x = sample.detach();
-  const auto children = model->named_children();
-  for (size_t i = 0; i < model->size(); ++i) {
-    torch::nn::AnyModule layer = model->begin()[i];  // a copy sharing the module
+  for (size_t i = 0; i < model.size(); ++i) {
+    const models::Layer& layer = model.layer(i);
     LayerCost cost;
-    cost.name = children[i].key() + ":" + short_name(layer.ptr()->name());
-    for (const auto& p : layer.ptr()->parameters()) cost.memory_bytes += 2 * p.nbytes();
+    cost.name = layer.name;
+    if (layer.modules.size() == 1) cost.name += ":" + short_name(layer.modules[0].second->name());
+    for (const auto& p : layer.parameters()) cost.memory_bytes += 2 * p.nbytes();
     std::vector<double> times;
     torch::Tensor y;
     int64_t activation_bytes = -1;

@@ -23,24 +23,35 @@ const StagePlan& stage_range(const PartitionPlan& plan, const std::shared_ptr<co
   return plan.stages[group->rank()];
 }
 
+// Every layer of a stage given already cut (an empty one is refused by the constructor).
+models::LayerRange whole_part(const torch::nn::Sequential& stage) {
+  if (!stage || stage->is_empty()) return models::LayerRange(std::vector<models::Layer>{});
+  const auto layers = models::LayerSequence::of_sequential(stage);
+  return layers.part(0, layers.size());
+}
+
 }  // namespace
 
-Pipeline::Pipeline(const torch::nn::Sequential& model, const PartitionPlan& plan,
+Pipeline::Pipeline(const models::LayerSequence& model, const PartitionPlan& plan,
                    std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options)
-    : Pipeline(stage_module(model, plan, (stage_range(plan, group), group->rank())),
+    : Pipeline(stage_part(model, plan, (stage_range(plan, group), group->rank())),
                stage_range(plan, group).begin, stage_range(plan, group).end, group,
                std::move(loss_fn), options) {}
 
+Pipeline::Pipeline(const torch::nn::Sequential& model, const PartitionPlan& plan,
+                   std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options)
+    : Pipeline(models::LayerSequence::of_sequential(model), plan, std::move(group), std::move(loss_fn), options) {}
+
 Pipeline::Pipeline(torch::nn::Sequential stage, std::shared_ptr<comm::Communicator> group,
                    LossFn loss_fn, PipelineOptions options)
-    : Pipeline(std::move(stage), -1, -1, std::move(group), std::move(loss_fn), options) {}
+    : Pipeline(whole_part(stage), -1, -1, std::move(group), std::move(loss_fn), options) {}
 
-Pipeline::Pipeline(torch::nn::Sequential stage, int first_layer, int end_layer,
+Pipeline::Pipeline(models::LayerRange stage, int first_layer, int end_layer,
                    std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options)
     : module_(std::move(stage)), group_(std::move(group)), loss_fn_(std::move(loss_fn)),
       options_(options) {
   TORCH_CHECK(group_, "pipeline: the group is null (is this rank a member?)");
-  TORCH_CHECK(module_ && module_->size() > 0, "pipeline: stage ", group_->rank(),
+  TORCH_CHECK(module_ && !module_->layers().empty(), "pipeline: stage ", group_->rank(),
               " has no layers; every stage needs at least one");
   TORCH_CHECK(options_.micro_batches >= 1, "pipeline: micro_batches must be at least 1, got ",
               options_.micro_batches);
@@ -62,7 +73,7 @@ void Pipeline::check_agreement(int first_layer, int end_layer) {
   links_ = std::make_shared<detail::StageLinks>();
   if (stages_ == 1) return;
   constexpr int kFields = 5;
-  const bool on_cpu = detail::stage_device(module_).is_cpu();
+  const bool on_cpu = detail::stage_device(*module_).is_cpu();
   torch::Tensor mine = torch::tensor({static_cast<int64_t>(options_.micro_batches),
                                       static_cast<int64_t>(options_.schedule),
                                       static_cast<int64_t>(first_layer), static_cast<int64_t>(end_layer),

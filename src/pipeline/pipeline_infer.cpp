@@ -20,7 +20,7 @@ torch::Tensor Pipeline::infer(const torch::Tensor& input) {
   std::string error;
   std::optional<detail::Inbox> from_prev;
   if (!is_first()) {
-    from_prev.emplace(group_, stage_ - 1, detail::Channel::Activation, 1, detail::stage_device(module_));
+    from_prev.emplace(group_, stage_ - 1, detail::Channel::Activation, 1, detail::stage_device(*module_));
   }
   torch::Tensor x;
   if (is_first()) {

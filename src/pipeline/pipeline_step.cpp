@@ -53,7 +53,7 @@ class Pipeline::StepRun {
   StepRun(Pipeline& pipe, const torch::Tensor& input, const torch::Tensor& target)
       : p_(pipe), m_(pipe.options_.micro_batches), links_(*pipe.links_),
         outbox_(pipe.group_, &links_.activations_out, &links_.gradients_out), saved_in_(m_), saved_out_(m_) {
-    const torch::Device device = stage_device(p_.module_);
+    const torch::Device device = stage_device(*p_.module_);
     // The first receives are posted now, the rest as the step goes (see stage_link.h).
     if (!p_.is_first()) {
       from_prev_.emplace(p_.group_, p_.stage_ - 1, Channel::Activation, m_, device, &links_.activations_in);

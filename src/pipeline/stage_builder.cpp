@@ -27,6 +27,15 @@ torch::nn::Sequential stage_module(const torch::nn::Sequential& model, const Par
   return out;
 }
 
+models::LayerRange stage_part(const models::LayerSequence& model, const PartitionPlan& plan, int stage) {
+  const StagePlan& range = stage_of(plan, stage);
+  const int layers = plan.stages.back().end;
+  TORCH_CHECK(static_cast<int>(model.size()) == layers, "pipeline: the plan splits ", layers,
+              " layers but the model has ", model.size(),
+              "; make the plan from this model's layers (profile_layers or one cost per layer)");
+  return model.part(static_cast<size_t>(range.begin), static_cast<size_t>(range.end));
+}
+
 torch::nn::Sequential build_stage(const LayerFactory& make_layer, const PartitionPlan& plan, int stage) {
   const StagePlan& range = stage_of(plan, stage);
   torch::nn::Sequential out;

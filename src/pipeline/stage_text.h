@@ -22,9 +22,9 @@ inline std::string describe(const torch::Tensor& t) {
 }
 
 // The device of the stage's first parameter (or buffer); the CPU for neither.
-inline torch::Device stage_device(const torch::nn::Sequential& module) {
-  for (const auto& p : module->parameters()) return p.device();
-  for (const auto& b : module->buffers()) return b.device();
+inline torch::Device stage_device(const torch::nn::Module& module) {
+  for (const auto& p : module.parameters()) return p.device();
+  for (const auto& b : module.buffers()) return b.device();
   return torch::Device(torch::kCPU);
 }
 

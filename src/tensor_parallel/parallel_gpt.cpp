@@ -18,19 +18,38 @@ ParallelGptImpl::ParallelGptImpl(const models::GptOptions& options, Group group)
 }
 
 torch::Tensor ParallelGptImpl::forward(const torch::Tensor& idx) {
-  return gather_from_region(forward_logits_shard(idx), group_);  // vocabulary rows are contiguous per rank
+  return models::run_layers(layers(), idx);
 }
 
 torch::Tensor ParallelGptImpl::forward_logits_shard(const torch::Tensor& idx) {
-  TORCH_CHECK(idx.dim() == 2 && idx.scalar_type() == torch::kLong, "ParallelGpt takes token ids [B, T] as int64, got ",
-              idx.sizes(), " of ", idx.scalar_type());
-  const int64_t T = idx.size(1);
-  TORCH_CHECK(T <= options_.block_size, "ParallelGpt: the sequence has ", T, " tokens but block_size is ",
-              options_.block_size);
-  auto pos = torch::arange(T, idx.options());
-  auto x = torch::dropout(wte(idx) + wpe(pos), options_.dropout, is_training());
-  for (const auto& block : *h) x = block->as<ParallelGptBlock>()->forward(x);
-  return torch::nn::functional::linear(copy_to_region(ln_f(x), group_), wte->weight);
+  std::vector<models::Layer> all = layers();
+  all.back().forward = [ln_f = ln_f, wte = wte, group = group_](const torch::Tensor& x) mutable {
+    return torch::nn::functional::linear(copy_to_region(ln_f(x), group), wte->weight);
+  };
+  return models::run_layers(all, idx);
+}
+
+std::vector<models::Layer> ParallelGptImpl::layers() {
+  std::vector<models::Layer> out;
+  out.push_back({"embed", {{"transformer.wte", wte.ptr()}, {"transformer.wpe", wpe.ptr()}},
+                 [wte = wte, wpe = wpe, o = options_](const torch::Tensor& idx) mutable {
+                   models::check_tokens(idx, o.block_size, "ParallelGpt");
+                   auto pos = torch::arange(idx.size(1), idx.options());
+                   return torch::dropout(wte(idx) + wpe(pos), o.dropout, wpe->is_training());
+                 }});
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto block = h->ptr<ParallelGptBlockImpl>(i);
+    out.push_back({"h." + std::to_string(i), {{"transformer.h." + std::to_string(i), block}},
+                   [block](const torch::Tensor& x) { return block->forward(x); }});
+  }
+  // The lm_head, tied to wte's shard: this rank's vocabulary rows, gathered
+  // (they are contiguous per rank).
+  out.push_back({"head", {{"transformer.ln_f", ln_f.ptr()}, {"transformer.wte", wte.ptr()}},
+                 [ln_f = ln_f, wte = wte, group = group_](const torch::Tensor& x) mutable {
+                   return gather_from_region(
+                       torch::nn::functional::linear(copy_to_region(ln_f(x), group), wte->weight), group);
+                 }});
+  return out;
 }
 
 void ParallelGptImpl::load_full(const models::GptImpl& full) {

@@ -22,10 +22,10 @@ DataParallelSteps::DataParallelSteps(const TrainTask& task, int64_t accumulation
 std::string DataParallelSteps::explain_non_finite(StepTools& t, int64_t step, int64_t micro,
                                                   const torch::Tensor& loss, const data::Batch& batch) const {
   if (torch::isfinite(loss.detach()).all().item<bool>()) return "";  // another rank's
-  if (t.sync.zero() && t.sync.zero()->stage() == 3) {
+  if (!t.placements.forward_is_local()) {
     return "rank " + std::to_string(t.rank) + ", step " + std::to_string(step) +
-           ": the loss is not finite (not traced to a region under zero.stage 3, whose forward gathers "
-           "parameters collectively; rerun with zero.stage 2 to find it)";
+           ": the loss is not finite (not traced to a region: this rank's forward gathers its parameters from "
+           "the others under zero.stage 3; rerun with zero.stage 2 to find it)";
   }
   try {
     const NonFiniteSource source =
@@ -67,7 +67,7 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
     {
       auto timed = t.phase(profiler::Phase::Forward);
       t.sync.pre_forward();
-      PrecisionContext precision(t.precision, t.recompute);
+      PrecisionContext precision(t.precision, t.regions);
       out = task_.forward(batch.data);
       loss = loss_(out, batch.labels);
       if (!policy_checked_) {
@@ -95,7 +95,7 @@ StepOutcome DataParallelSteps::run(int64_t step, StepTools& t) {
 }
 
 std::string DataParallelSteps::explain_skipped_steps(int64_t step, StepTools& t, int64_t skipped, double scale) {
-  if (!last_batch_.data.defined() || (t.sync.zero() && t.sync.zero()->stage() == 3)) return "";
+  if (!last_batch_.data.defined() || !t.placements.forward_is_local()) return "";
   try {
     const auto source = find_non_finite_gradient_source(*task_.model, task_.forward, loss_, last_batch_.data,
                                                         last_batch_.labels, t.precision, scale);

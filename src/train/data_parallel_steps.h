@@ -18,6 +18,7 @@ class DataParallelSteps : public MicroSteps {
   StepOutcome run(int64_t step, StepTools& tools) override;
   std::string explain_skipped_steps(int64_t step, StepTools& tools, int64_t skipped, double scale) override;
   std::shared_ptr<torch::nn::Module> model() const override { return task_.model; }
+  models::LayerSequence layers() const override { return task_.layers; }
   ForwardFn eval_forward() const override { return task_.forward; }
 
  private:

@@ -1,6 +1,6 @@
-// DdpSync: zero.stage 0. The optimizer the config names runs on the whole
-// model on every rank; DDP's GradientReducer averages the gradients in
-// buckets during backward.
+// DdpSync: nothing sharded over the data ranks. The optimizer the config
+// names runs on the whole model (part) on every rank; DDP's GradientReducer
+// averages the gradients in buckets during backward.
 #include <torch/torch.h>
 
 #include <unordered_set>
@@ -23,9 +23,15 @@ class DdpSync final : public GradSync {
     if (!reducer_) reducer_ = std::make_unique<ddp::GradientReducer>(model_, comm_, options_);
   }
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  std::vector<torch::Tensor> held_gradients(const std::string& name) override {
+    const auto* p = model_->named_parameters().find(name);
+    TORCH_CHECK(p != nullptr, "DdpSync: the model has no parameter '", name, "'");
+    return {p->grad()};
+  }
   void zero_grad() override { optimizer_->zero_grad(); }
   void set_sync(bool on) override { reducer_->set_sync(on); }
   void pre_forward() override { reducer_->pre_forward(); }
+  void prepare_backward() override { reducer_->prepare_backward(); }
   void post_forward(const std::vector<torch::Tensor>& outputs) override { reducer_->post_forward(outputs); }
   const ddp::ReducerStats& last_stats() const override {
     return reducer_ ? reducer_->last_stats() : GradSync::last_stats();

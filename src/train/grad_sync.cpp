@@ -14,9 +14,10 @@ double GradSync::clip_grad_norm(double max_norm, double grad_scale) {
 void GradSync::set_split_model_norm(const SplitModelNorm& norm) { split_ = split_clip(norm); }
 
 std::unique_ptr<GradSync> make_grad_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         const models::LayerSequence& layers, const std::vector<std::string>& tied,
                                          std::shared_ptr<comm::Communicator> comm) {
-  if (plan.zero_stage == 0) return make_ddp_sync(plan, std::move(model), std::move(comm));
-  return make_zero_sync(plan, std::move(model), std::move(comm));
+  if (!plan.sharding.any()) return make_ddp_sync(plan, std::move(model), std::move(comm));
+  return make_zero_sync(plan, std::move(model), layers, tied, std::move(comm));
 }
 
 }  // namespace paisoar::train

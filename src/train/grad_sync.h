@@ -1,8 +1,10 @@
 // GradSync: how the Trainer synchronises gradients, one interface with two
-// implementations: DdpSync (zero.stage 0: DDP's GradientReducer, the
-// optimizer on the whole model; ddp_sync.cpp) and ZeroSync (stages 1-3: a
-// ZeroOptimizer, the optimizer on this rank's shard; zero_sync.cpp). The loop
-// calls the same methods either way; make_grad_sync picks one from the plan.
+// implementations: DdpSync (nothing sharded over the data ranks: DDP's
+// GradientReducer, the optimizer on the whole model; ddp_sync.cpp) and
+// ZeroSync (optimizer state sharded, and gradients and parameters as the
+// placements say: a ZeroOptimizer, the optimizer on this rank's shard;
+// zero_sync.cpp). The loop calls the same methods either way; make_grad_sync
+// picks one from the placements' data sharding.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -12,7 +14,10 @@
 #include <optional>
 #include <vector>
 
+#include "paisoar/amp/precision_regions.h"
 #include "paisoar/ddp/gradient_reducer.h"
+#include "paisoar/layout/placements.h"
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/optim/grad_clip.h"
 #include "paisoar/train/train_config.h"
@@ -27,10 +32,10 @@ namespace paisoar::train {
 // What GradSync is built from: RunPlan::sync, derived once from the config.
 struct SyncPlan {
   OptimizerConfig optimizer;
-  double lr = 0;             // optimizer.lr scaled to the global batch
-  int64_t zero_stage = 0;    // 0: DDP
-  ddp::DdpOptions ddp;       // zero_stage 0
-  zero::ZeroOptions zero;    // zero_stage 1-3
+  double lr = 0;                 // optimizer.lr scaled to the global batch
+  layout::DataSharding sharding;  // what is sharded over the data ranks (none: DDP)
+  ddp::DdpOptions ddp;           // nothing sharded
+  zero::ZeroOptions zero;        // something sharded (its stage and units filled in by ZeroSync)
 };
 
 // How the global gradient norm spans a model split across ranks (pipeline
@@ -50,11 +55,22 @@ class GradSync {
   virtual void start() {}
 
   virtual torch::optim::Optimizer& optimizer() = 0;
-  virtual zero::ZeroOptimizer* zero() { return nullptr; }  // null without ZeRO
+  // The ZeroOptimizer holding this rank's shard of the state, for a
+  // checkpoint to read and write it; null when the state is whole.
+  virtual zero::ZeroOptimizer* zero() { return nullptr; }
+  // The runner every forward must run the model's layer regions through
+  // (ZeRO-3 gathers each layer's parameters there); null for none.
+  virtual amp::RegionRunner* gathering() { return nullptr; }
+  // This rank's gradient of the model's parameter `name` after a step's
+  // backward: the whole gradient, or the pieces of it this rank's shard holds.
+  virtual std::vector<torch::Tensor> held_gradients(const std::string& name) = 0;
 
   virtual void zero_grad() = 0;
   virtual void set_sync(bool on) = 0;  // false: this backward only accumulates (not the step's last micro-batch)
   virtual void pre_forward() {}
+  // Arms the coming backward without touching the buffers (a pipeline
+  // stage's last backward, after the step's forwards).
+  virtual void prepare_backward() {}
   virtual void post_forward(const std::vector<torch::Tensor>& outputs) { (void)outputs; }
 
   // Clips the gradients to a global norm over all ranks; returns the norm.
@@ -95,17 +111,22 @@ class GradSync {
   ddp::ReducerStats no_stats_;
 };
 
-// DdpSync when plan.zero_stage is 0, else ZeroSync. ZeroSync's constructor
-// is collective (the ZeroOptimizer broadcasts rank 0's weights and shards
-// them; restore a checkpoint after); it throws ConfigError for stage 3 on a
-// model that is not a zero::LayerList.
+// DdpSync when nothing is sharded over the data ranks, else ZeroSync.
+// `layers` are `model`'s (a pipeline stage's span); ZeRO takes one unit per
+// layer from them (needed when parameters are sharded), and one for each
+// parameter in `tied` (held by other stages too: sharded alike on each).
+// ZeroSync's constructor is collective (the ZeroOptimizer broadcasts rank
+// 0's weights and shards them; restore a checkpoint after); it throws
+// ConfigError when parameters are sharded and `layers` is empty.
 std::unique_ptr<GradSync> make_grad_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         const models::LayerSequence& layers, const std::vector<std::string>& tied,
                                          std::shared_ptr<comm::Communicator> comm);
 
 // The two implementations (ddp_sync.cpp, zero_sync.cpp).
 std::unique_ptr<GradSync> make_ddp_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
                                         std::shared_ptr<comm::Communicator> comm);
 std::unique_ptr<GradSync> make_zero_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         const models::LayerSequence& layers, const std::vector<std::string>& tied,
                                          std::shared_ptr<comm::Communicator> comm);
 
 }  // namespace paisoar::train

@@ -106,12 +106,13 @@ MemoryPrediction predict_memory(const torch::nn::Module& model, const MemoryLayo
   std::vector<torch::Tensor> held = model.parameters();
   for (const auto& b : model.buffers()) held.push_back(b);
   const int64_t trainable_bytes = memory::storage_bytes(trainable(model));
-  const int64_t shards = std::max<int64_t>(1, layout.data_world);
+  using layout::StateKind;
   MemoryPrediction p;
   p.parameters = memory::storage_bytes(held);
-  p.gradients = layout.zero_stage >= 2 ? trainable_bytes / shards : trainable_bytes;
+  p.gradients = trainable_bytes / layout.placements.shards(StateKind::Gradients);
   const double state = state_per_parameter(layout) * static_cast<double>(trainable_bytes);
-  p.optimizer_state = static_cast<int64_t>(layout.zero_stage >= 1 ? state / static_cast<double>(shards) : state);
+  p.optimizer_state =
+      static_cast<int64_t>(state / static_cast<double>(layout.placements.shards(StateKind::OptimizerState)));
   p.step = std::max<int64_t>({0, step_bytes, layout.optimizer_step_bytes});
   return p;
 }

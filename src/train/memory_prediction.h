@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "paisoar/data/dataset.h"
+#include "paisoar/layout/placements.h"
 
 #include "paisoar/train/train_config.h"
 #include "src/train/micro_steps.h"
@@ -40,8 +41,7 @@ struct MemoryPrediction {
 struct MemoryLayout {
   std::string optimizer = "sgd";  // optimizer.name
   double momentum = 0.9;
-  int64_t zero_stage = 0;         // 0-2 (3 is not predicted)
-  int64_t data_world = 1;         // ranks sharing ZeRO's shards
+  layout::Placements placements;  // what is sharded over how many ranks (a forward that is local)
   int64_t optimizer_step_bytes = 0;  // measure_optimizer_step_bytes
 };
 

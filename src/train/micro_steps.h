@@ -14,6 +14,9 @@
 #include "paisoar/amp/finite_loss_check.h"
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/data/data_loader.h"
+#include "paisoar/hybrid/tied_parameters.h"
+#include "paisoar/layout/placements.h"
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "src/comm/flight_recorder.h"
@@ -53,6 +56,10 @@ struct StepTools {
   amp::GradScaler& scaler;
   const Precision& precision;
   memory::CheckpointRegions* recompute;  // null: activation checkpointing is off
+  // What every forward runs its layer regions through: ZeRO-3's gathering
+  // and activation checkpointing, as the run has them (null: neither).
+  amp::RegionRunner* regions;
+  const layout::Placements& placements;  // what this rank holds
   torch::Device device;                  // the model's
   comm::FlightRecorder* flight = nullptr;  // null: no flight record
   int rank = 0;                            // in the world, for messages
@@ -70,8 +77,20 @@ class MicroSteps {
   // gradients before and steps the optimizer after.
   virtual StepOutcome run(int64_t step, StepTools& tools) = 0;
 
-  // The module this rank trains (a pipeline: its stage).
+  // The module this rank trains (a pipeline: its stage) and its layers (none
+  // when the task gives none).
   virtual std::shared_ptr<torch::nn::Module> model() const = 0;
+  virtual models::LayerSequence layers() const = 0;
+  // Collective over the world, once, after the synchroniser exists: how the
+  // parameters that several of the model's parts hold (a tied embedding on
+  // the first and last stage) combine their gradients; null: there are none.
+  virtual std::unique_ptr<hybrid::TiedParameters> tie() { return nullptr; }
+  // What a checkpoint records of how the model is cut ("" when not cut), and
+  // the line that says so at the start of the run ("" for none).
+  virtual std::string cut() const { return ""; }
+  virtual std::string describe_cut() const { return ""; }
+  // The lead's line on how the cut was chosen ("" for none, and on other ranks).
+  virtual std::string cut_plan() const { return ""; }
   // Once, after tools.sync.start(): a pipeline arms the synchroniser before
   // its last backward of each step.
   virtual void attach(GradSync& sync) { (void)sync; }

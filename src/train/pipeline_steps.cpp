@@ -12,9 +12,10 @@ namespace paisoar::train {
 
 PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, int64_t micro_rows,
                              torch::Device device, comm::Communicator& world, hybrid::HybridMesh& mesh,
-                             const std::optional<std::vector<int>>& resumed_bounds, amp::GradScaler& scaler) {
-  const pipeline::PartitionPlan plan =
-      choose_plan(task, config, micro_rows, device, world, resumed_bounds, &description_);
+                             const std::optional<std::vector<int>>& resumed_bounds, amp::GradScaler& scaler)
+    : task_(task), mesh_(mesh) {
+  plan_ = choose_plan(task, config, micro_rows, device, world, resumed_bounds, &description_);
+  const pipeline::PartitionPlan& plan = plan_;
   bounds_ = bounds_text(plan);
   pipeline::PipelineOptions options;
   options.micro_batches = static_cast<int>(config.parallel.micro_batches);
@@ -31,10 +32,26 @@ PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, i
   layout_.schedule = pipeline::to_string(options.schedule);
 }
 
+models::LayerSequence PipelineSteps::layers() const {
+  return models::LayerSequence(pipe_->module().ptr(), pipe_->module()->layers());
+}
+
+std::unique_ptr<hybrid::TiedParameters> PipelineSteps::tie() {
+  return hybrid::TiedParameters::of(task_.layers, plan_, mesh_);
+}
+
+std::string PipelineSteps::describe_cut() const {
+  return std::to_string(layout_.micro_batches) + " micro-batches, " + layout_.schedule + " schedule";
+}
+
 void PipelineSteps::attach(GradSync& sync) {
   hybrid::sync_in_last_backward(*pipe_, [&sync](bool on) {
     sync.set_sync(on);
-    sync.pre_forward();
+    if (on) {
+      sync.prepare_backward();  // the buffers were synced before the step's first forward
+    } else {
+      sync.pre_forward();
+    }
   });
 }
 
@@ -51,7 +68,7 @@ StepOutcome PipelineSteps::run(int64_t step, StepTools& t) {
   torch::Tensor loss;
   {
     auto timed = t.phase(profiler::Phase::Forward);
-    PrecisionContext precision(t.precision, t.recompute);
+    PrecisionContext precision(t.precision, t.regions);
     loss = pipe_->step(batch.data.to(t.device), batch.labels.to(t.device));
   }
   // The pipeline's step ran forwards and backwards interleaved, timed as one

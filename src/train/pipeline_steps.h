@@ -28,19 +28,23 @@ class PipelineSteps : public MicroSteps {
 
   StepOutcome run(int64_t step, StepTools& tools) override;
   std::shared_ptr<torch::nn::Module> model() const override { return pipe_->module().ptr(); }
+  models::LayerSequence layers() const override;
+  std::unique_ptr<hybrid::TiedParameters> tie() override;
+  std::string cut() const override { return bounds_; }
+  std::string describe_cut() const override;
+  std::string cut_plan() const override { return description_; }
   // Arms `sync` (set_sync, pre_forward) before the stage's last backward.
   void attach(GradSync& sync) override;
   ForwardFn eval_forward() const override;
   bool holds_logits() const override { return pipe_->is_last(); }
   double report_stages(RunReport& report, comm::Communicator& world) override;
 
-  // The stages' bounds ("0,2,3"), saved with each checkpoint.
-  const std::string& bounds() const { return bounds_; }
-  // Rank 0: how the layers were split, for the log ("" elsewhere).
-  const std::string& description() const { return description_; }
-
  private:
-  std::string bounds_, description_;
+  const TrainTask& task_;
+  hybrid::HybridMesh& mesh_;
+  pipeline::PartitionPlan plan_;
+  std::string bounds_;       // the stages' bounds ("0,2,3"), saved with each checkpoint
+  std::string description_;  // rank 0: how the layers were split, for the log ("" elsewhere)
   std::unique_ptr<pipeline::Pipeline> pipe_;  // never null
   StageLayout layout_;
   StageTimes times_;

@@ -35,6 +35,12 @@ data::DataLoaderOptions loader_options(const TrainConfig& c, const RankPlace& pl
   return o;
 }
 
+layout::Placements placements_for(const TrainConfig& c, const hybrid::HybridMesh* mesh, int world_size, int rank) {
+  const auto sharding = layout::DataSharding::of_zero_stage(c.zero.stage);
+  if (!mesh) return layout::Placements({world_size, 1, 1}, sharding, {rank, 0, 0});
+  return layout::Placements(mesh->layout(), sharding, {mesh->data_rank(), mesh->pipeline_rank(), mesh->tensor_rank()});
+}
+
 RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_per_epoch, int64_t train_samples) {
   RunPlan p;
   p.loader = loader_options(c, place);
@@ -66,15 +72,17 @@ RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_p
 
   p.sync.optimizer = c.optimizer;
   p.sync.lr = p.lr;
-  p.sync.zero_stage = c.zero.stage;
+  p.sync.sharding = place.placements.sharding();
   p.sync.ddp.bucket_cap_mb = c.distributed.bucket_cap_mb;
   p.sync.ddp.overlap = c.distributed.overlap;
   p.sync.ddp.compression.type = ddp::parse_compression(c.distributed.compression);
   p.sync.ddp.ranks_per_node = static_cast<int>(place.ranks_per_node);
-  p.sync.zero.stage = static_cast<int>(std::max<int64_t>(c.zero.stage, 1));
   p.sync.zero.bucket_cap_mb = c.distributed.bucket_cap_mb;
   p.sync.zero.overlap = c.distributed.overlap;
   p.sync.zero.prefetch = c.zero.prefetch;
+  // distributed.compression fp16/bf16 under ZeRO: the reduce-scatter in that precision (validate refuses the rest).
+  if (c.distributed.compression == "fp16") p.sync.zero.reduce_dtype = torch::kHalf;
+  if (c.distributed.compression == "bf16") p.sync.zero.reduce_dtype = torch::kBFloat16;
 
   p.checkpoint.dir = c.checkpoint.dir.empty() ? c.run_dir + "/checkpoints" : c.checkpoint.dir;
   p.checkpoint.every_steps = c.checkpoint.every_steps;
@@ -94,10 +102,14 @@ RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_p
   return p;
 }
 
-std::string header_line(const TrainConfig& c, const RunPlan& p, int64_t train_samples, int64_t data_world,
-                        bool replicas) {
-  const std::string sync_name = c.zero.stage > 0 ? "ZeRO stage " + std::to_string(c.zero.stage)
-                                                 : "DDP compression " + c.distributed.compression;
+std::string header_line(const TrainConfig& c, const RunPlan& p, int64_t train_samples,
+                        const layout::Placements& placements) {
+  const layout::DataSharding& sharding = placements.sharding();
+  const std::string sync_name = sharding.any() ? "ZeRO-" + std::to_string(sharding.stage()) + " (" +
+                                                     sharding.what() + " sharded)"
+                                               : "DDP compression " + c.distributed.compression;
+  const int64_t data_world = placements.mesh().data;
+  const bool replicas = placements.holds_part();
   char header[400];
   std::snprintf(header, sizeof(header),
                 "paisoar train: %lld samples, %lld %s x %lld x %lld accumulation = batch %lld, "

@@ -13,6 +13,8 @@
 #include "paisoar/amp/grad_scaler.h"
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/data/data_loader.h"
+#include "paisoar/hybrid/hybrid_mesh.h"
+#include "paisoar/layout/placements.h"
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/train_config.h"
@@ -27,7 +29,14 @@ struct RankPlace {
   int64_t data_rank = 0, data_world = 1;  // along the data dimension (the world without model parallelism)
   torch::Device device{torch::kCPU};      // the model's
   int64_t ranks_per_node = 1;             // for DDP's hierarchical averaging across nodes
+  layout::Placements placements;          // what this rank holds
 };
+
+// What this rank holds under `config`: its coordinate in `mesh` (null: the
+// world is all data ranks, `world_size` of them, and this is `rank`) and what
+// zero.stage shards. The one place that reads zero.stage.
+layout::Placements placements_for(const TrainConfig& config, const hybrid::HybridMesh* mesh, int world_size,
+                                  int rank);
 
 struct RunPlan {
   data::DataLoaderOptions loader;  // one micro-batch of this rank's share
@@ -53,8 +62,8 @@ RunPlan plan_run(const TrainConfig& config, const RankPlace& place, int64_t batc
                  int64_t train_samples);
 
 // The run's first line: data, batch split, precision, optimizer, schedule,
-// gradient sync and loader. `replicas`: the data dimension is model replicas.
+// what is sharded and loader.
 std::string header_line(const TrainConfig& config, const RunPlan& plan, int64_t train_samples,
-                        int64_t data_world, bool replicas);
+                        const layout::Placements& placements);
 
 }  // namespace paisoar::train

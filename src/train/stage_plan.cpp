@@ -14,9 +14,9 @@ pipeline::PartitionPlan plan_pipeline(const TrainTask& task, const TrainConfig& 
   const int64_t stages = config.parallel.pipeline;
   if (!task.layers) {
     throw ConfigError("parallel.pipeline: the task has no layers to split into stages; set TrainTask::layers "
-                      "(the zoo does for mlp, fashion_cnn and fashion_cnn_bn)");
+                      "(the zoo does for every reference model)");
   }
-  const auto layers = static_cast<int64_t>(task.layers->size());
+  const auto layers = static_cast<int64_t>(task.layers.size());
   if (layers < stages) {
     throw ConfigError("parallel.pipeline: " + std::to_string(stages) + " stages but the model has " +
                       std::to_string(layers) + " layers; use at most " + std::to_string(layers) + " stages");
@@ -25,7 +25,9 @@ pipeline::PartitionPlan plan_pipeline(const TrainTask& task, const TrainConfig& 
   const int64_t n = std::min<int64_t>(rows, task.train_data->size());
   for (int64_t i = 0; i < n; ++i) {
     data::SampleRng rng(static_cast<uint64_t>(config.seed), 0, static_cast<uint64_t>(i));
-    samples.push_back(task.train_data->get(i, rng).data.to(torch::kFloat));
+    torch::Tensor x = task.train_data->get(i, rng).data;
+    if (x.scalar_type() == torch::kByte) x = x.to(torch::kFloat);  // images left for the device to normalise
+    samples.push_back(x);
   }
   pipeline::ProfileOptions options;
   // 1F1B's first stage holds P micro-batches at once, GPipe's every stage M.
@@ -44,7 +46,7 @@ pipeline::PartitionPlan choose_plan(const TrainTask& task, const TrainConfig& co
   const bool lead = world.rank() == 0;
   if (checkpoint_bounds && static_cast<int64_t>(checkpoint_bounds->size()) == config.parallel.pipeline + 1 &&
       task.layers) {
-    auto plan = pipeline::plan_from_bounds(std::vector<pipeline::LayerCost>(task.layers->size()), *checkpoint_bounds);
+    auto plan = pipeline::plan_from_bounds(std::vector<pipeline::LayerCost>(task.layers.size()), *checkpoint_bounds);
     if (lead) *description = "pipeline plan: stage bounds " + bounds_text(plan) + ", as in the checkpoint resumed from";
     return plan;
   }

@@ -51,14 +51,19 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("device", &c.device, "where paisoar train puts the model (auto: this rank's GPU if any)",
          {"auto", "cpu", "cuda"});
   s.bind("model.name", &c.model.name, "the reference model",
-         {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16"});
+         {"fashion_cnn", "fashion_cnn_bn", "mlp", "resnet18", "resnet50", "vgg16", "gpt"});
   s.bind("model.num_classes", &c.model.num_classes, "", at_least(1, 1e6));
   s.bind("model.hidden", &c.model.hidden, "mlp: hidden layer widths ([]: 512, 256); even with parallel.tensor",
          at_least(1, kMaxWidth));
-  s.bind("data.format", &c.data.format, "idx files, an image folder, or record shards",
-         {"idx", "folder", "shards"});
-  s.bind("data.path", &c.data.path, "idx: the directory with the files; else the training set");
-  s.bind("data.eval_path", &c.data.eval_path, "folder/shards: the evaluation set");
+  s.bind("model.n_layer", &c.model.n_layer, "gpt: transformer blocks", at_least(1, 4096));
+  s.bind("model.n_head", &c.model.n_head, "gpt: attention heads (divide n_embd)", at_least(1, 4096));
+  s.bind("model.n_embd", &c.model.n_embd, "gpt: the width", at_least(1, kMaxWidth));
+  s.bind("model.block_size", &c.model.block_size, "gpt: tokens per sample", at_least(1, kMaxWidth));
+  s.bind("data.format", &c.data.format, "idx files, an image folder, record shards, or a text file (gpt)",
+         {"idx", "folder", "shards", "text"});
+  s.bind("data.path", &c.data.path, "idx: the directory with the files; else the training set (text: the file)");
+  s.bind("data.eval_path", &c.data.eval_path,
+         "folder/shards/text: the evaluation set (text: \"\" scores the file's last tenth, not trained on)");
   s.bind("data.train_limit", &c.data.train_limit, "first N training samples (0: all)", at_least(0, kMax, "0 (all) or more"));
   s.bind("data.eval_limit", &c.data.eval_limit, "first N evaluation samples (0: all)", at_least(0, kMax, "0 (all) or more"));
   s.bind("data.workers", &c.data.workers, "loader threads per rank",
@@ -162,9 +167,6 @@ void validate(const TrainConfig& c, int64_t world_size) {
           "(set parallel.micro_batches instead)");
   require(c.parallel.pipeline > 1 || c.parallel.micro_batches == 1, "parallel.micro_batches",
           "needs parallel.pipeline > 1; without a pipeline use train.grad_accumulation");
-  require(!layout.model_parallel() || c.zero.stage <= 2, "zero.stage",
-          "3 does not combine with parallel.pipeline/tensor > 1 (a stage is not a zero::LayerList); "
-          "use zero.stage 1 or 2 across the data dimension");
   const int64_t micro = c.parallel.pipeline > 1 ? c.parallel.micro_batches : c.train.grad_accumulation;
   const int64_t parts = layout.data * micro;
   require(c.train.batch_size % parts == 0, "train.batch_size",
@@ -181,12 +183,18 @@ void validate(const TrainConfig& c, int64_t world_size) {
     require(!p.empty(), "activation_checkpointing",
             "has an empty pattern; give region names or globs such as \"layer*\"");
   }
-  require(c.zero.stage == 0 || c.distributed.compression == "none", "distributed.compression",
-          "'" + c.distributed.compression + "' compresses DDP's allreduce, which ZeRO (zero.stage " +
-              std::to_string(c.zero.stage) + ") does not use; set it to none or zero.stage to 0");
-  require(c.zero.stage != 3 || c.activation_checkpointing.empty(), "activation_checkpointing",
-          "does not combine with zero.stage 3 yet (its layers are gathered around their own forward and "
-          "backward); use zero.stage 2 with checkpointing, or stage 3 without");
+  // Under ZeRO the gradients travel by reduce-scatter (each rank receives its
+  // shard's sum): fp16/bf16 send it in that precision; int8's error feedback
+  // and PowerSGD's low-rank factors need each rank to hold the whole averaged
+  // gradient, which a reduce-scatter never gives it.
+  require(c.zero.stage == 0 || c.distributed.compression == "none" || c.distributed.compression == "fp16" ||
+              c.distributed.compression == "bf16",
+          "distributed.compression",
+          "'" + c.distributed.compression + "' compresses a whole-gradient allreduce (its error feedback or "
+              "low-rank factors need every rank to hold the whole averaged gradient), which ZeRO's reduce-scatter "
+              "(each rank receives only its shard) does not give; use bf16 or fp16 (the reduce-scatter in that "
+              "precision), or zero.stage 0 for " + c.distributed.compression);
+
   require(!c.eval.stop_at_target || c.eval.target_accuracy > 0, "eval.stop_at_target",
           "needs eval.target_accuracy (the percentage to stop at)");
   require(c.data.format == "idx" || !c.data.path.empty(), "data.path", "is required");

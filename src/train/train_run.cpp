@@ -37,13 +37,14 @@ const TrainTask& checked_task(const TrainTask& task) {
   return task;
 }
 
-RankPlace place_of(const comm::Communicator& world, const comm::Communicator& data_comm,
-                   const torch::nn::Module& model, int64_t ranks_per_node) {
+RankPlace place_of(const TrainConfig& config, const comm::Communicator& world, const hybrid::HybridMesh* mesh,
+                   const comm::Communicator& data_comm, const torch::nn::Module& model, int64_t ranks_per_node) {
   RankPlace place;
   place.ranks_per_node = ranks_per_node;
   place.rank = world.rank();
   place.data_rank = data_comm.rank();
   place.data_world = data_comm.size();
+  place.placements = placements_for(config, mesh, world.size(), world.rank());
   const auto params = model.parameters();
   place.device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
   return place;
@@ -55,7 +56,7 @@ std::unique_ptr<MicroSteps> micro_steps_for(const TrainConfig& c, const TrainTas
                                             hybrid::HybridMesh* mesh,
                                             const std::optional<ResumeSource>& newest,
                                             amp::GradScaler& scaler) {
-  if (c.parallel.pipeline == 1) {
+  if (place.placements.mesh().pipeline == 1) {
     return std::make_unique<DataParallelSteps>(task, plan.accumulation, plan.precision.policy,
                                                !c.activation_checkpointing.empty());
   }
@@ -91,7 +92,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
       world_(std::move(world)),
       mesh_(mesh),
       data_comm_(mesh ? mesh->data_group() : world_),
-      place_(place_of(*world_, *data_comm_, *task.model, env.job.local_world_size)),
+      place_(place_of(config, *world_, mesh, *data_comm_, *task.model, env.job.local_world_size)),
       loader_(task.train_data, loader_options(config, place_)),
       plan_(plan_run(config, place_, loader_.batches_per_epoch(), task.train_data->size())),
       config_text_(dump_config(config)),
@@ -106,21 +107,31 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
     newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config), world_);
   }
   micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 4. a pipeline's profile
-  sync_ = make_grad_sync(plan_.sync, micro_->model(), data_comm_);  // 5. ZeRO shards the model
+  tied_ = micro_->tie();  // 5. the groups of the parameters several stages hold
+  sync_ = make_grad_sync(plan_.sync, micro_->model(), micro_->layers(), tied_ ? tied_->names() : std::vector<std::string>{},
+                         data_comm_);  // 6. ZeRO shards the model
   schedule_.emplace(sync_->optimizer(), plan_.schedule);
   state_ = trainer_state();
-  start_ = resume();  // 6. the step agreed, ZeRO's state loaded; before DDP's reducer exists:
+  start_ = resume();  // 7. the step agreed, ZeRO's state loaded; before DDP's reducer exists:
   saved_step_ = start_.step;
-  if (mesh_) {
-    // One replica's gradients are spread over its stages and tensor shards.
+  if (place_.placements.holds_part()) {
+    // One replica's gradients are spread over its stages and tensor shards;
+    // a parameter held twice (tensor-replicated, or tied across stages) counts once.
     SplitModelNorm norm{mesh_->model_group(), world_, {}};
     if (mesh_->tensor_rank() != 0) norm.uncounted = hybrid::tensor_replicated_parameters(*micro_->model());
+    if (tied_) {
+      for (const auto& name : tied_->names()) {
+        if (!tied_->counts(name)) norm.uncounted.push_back(micro_->model()->named_parameters()[name]);
+      }
+    }
     sync_->set_split_model_norm(std::move(norm));
   }
-  sync_->start();  // 7. DDP broadcasts the restored weights
+  sync_->start();  // 8. DDP broadcasts the restored weights
   micro_->attach(*sync_);
   if (config.checkpoint.async) async_.emplace();
   if (!config.activation_checkpointing.empty()) recompute_.emplace(config.activation_checkpointing);
+  // Checkpointing outermost: a recomputed layer gathers its parameters again.
+  regions_.emplace(std::vector<amp::RegionRunner*>{recompute_ ? &*recompute_ : nullptr, sync_->gathering()});
   if (config.profiler.memory && place_.device.type() == c10::DeviceType::CPU) {
     memory::install_cpu_tracking_allocator();
   }
@@ -129,9 +140,10 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   report_->run_start(start_.step, world_->size(), config_text_);
   print_opening();
   tools_.emplace(StepTools{loader_, *prof_, *sync_, finite_loss_, scaler_, plan_.precision,
-                           recompute_ ? &*recompute_ : nullptr, place_.device,
-                           world_->options().flight_recorder.get(), world_->rank()});
-  check_memory();  // 8. one agreement: does every rank fit?
+                           recompute_ ? &*recompute_ : nullptr, regions_->empty() ? nullptr : &*regions_,
+                           place_.placements, place_.device, world_->options().flight_recorder.get(),
+                           world_->rank()});
+  check_memory();  // 9. one agreement: does every rank fit?
 }
 
 void TrainRun::explain_skips(int64_t step, bool stepped) {
@@ -147,9 +159,9 @@ void TrainRun::explain_skips(int64_t step, bool stepped) {
 }
 
 void TrainRun::check_memory() {
-  // Not predicted: a pipeline or tensor shards (a stage's forward talks to
-  // others) and ZeRO-3 (its forward gathers parameters collectively).
-  if (!config_.memory.predict || mesh_ || config_.zero.stage >= 3) return;
+  // Not predicted where a forward talks to other ranks (a stage, a tensor
+  // shard, gathered parameters): the probe runs on this rank alone.
+  if (!config_.memory.predict || !place_.placements.forward_is_local()) return;
   const int64_t micro = plan_.loader.batch_size;
   const auto began = std::chrono::steady_clock::now();
   std::string over, skipped;
@@ -163,7 +175,7 @@ void TrainRun::check_memory() {
       return measure_step_bytes(model, task_.forward, loss, data.narrow(0, 0, n), labels.narrow(0, 0, n),
                                 plan_.precision, runner, place_.device);
     };
-    MemoryLayout layout{config_.optimizer.name, config_.optimizer.momentum, config_.zero.stage, place_.data_world,
+    MemoryLayout layout{config_.optimizer.name, config_.optimizer.momentum, place_.placements,
                         std::max<int64_t>(0, measure_optimizer_step_bytes(model, config_.optimizer, place_.device))};
     const int64_t step_bytes = measure(data.size(0), recompute);
     if (step_bytes < 0) {
@@ -180,10 +192,13 @@ void TrainRun::check_memory() {
       }
       if (budget > 0 && predicted.total() > budget) {
         std::vector<MemoryFix> fixes;
-        for (int64_t stage = config_.zero.stage + 1; stage <= 2 && place_.data_world > 1; ++stage) {
+        // Sharding more over the data ranks, as long as the forward stays local (predictable).
+        for (auto more = place_.placements.sharding().more(); more && place_.data_world > 1; more = more->more()) {
           MemoryLayout sharded = layout;
-          sharded.zero_stage = stage;
-          fixes.push_back({"zero.stage: " + std::to_string(stage), predict_memory(model, sharded, step_bytes), micro});
+          sharded.placements = place_.placements.with(*more);
+          if (!sharded.placements.forward_is_local()) break;
+          fixes.push_back({"zero.stage: " + std::to_string(more->stage()), predict_memory(model, sharded, step_bytes),
+                           micro});
         }
         if (!recompute_) {
           memory::CheckpointRegions every({"*"});
@@ -211,15 +226,15 @@ void TrainRun::check_memory() {
 
 TrainerState TrainRun::trainer_state() {
   TrainerState state{task_.model.get(), &sync_->optimizer(), &*schedule_, &scaler_, sync_->zero(), world_, data_comm_};
-  if (mesh_) {
+  if (place_.placements.holds_part()) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
     state.part_name = part_name_of(mesh_);
     state.part_layout = part_layout_of(config_);
-    state.whole_model = task_.layers.ptr().get();
+    state.whole_model = task_.model.get();
     state.tensor_rank = mesh_->tensor_rank();
     state.tensor_size = config_.parallel.tensor;
-    if (auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get())) state.pipeline_bounds = pipe->bounds();
+    state.pipeline_bounds = micro_->cut();
   }
   return state;
 }
@@ -239,20 +254,18 @@ ResumePoint TrainRun::resume() {
 
 void TrainRun::print_opening() {
   if (!start_.path.empty()) report_->message("resumed from " + start_.path + " at step " + std::to_string(start_.step));
-  if (mesh_) {
-    auto* pipe = dynamic_cast<PipelineSteps*>(micro_.get());
-    report_->message("parallel: " + mesh_->layout().to_string() +
-                     (pipe ? ", " + std::to_string(config_.parallel.micro_batches) + " micro-batches, " +
-                                 pipeline::to_string(config_.parallel.schedule) + " schedule"
-                           : ""));
-    if (pipe && !pipe->description().empty()) report_->message(pipe->description());
+  if (place_.placements.holds_part()) {
+    const std::string cut = micro_->describe_cut();
+    report_->message("parallel: " + place_.placements.describe() + (cut.empty() ? "" : ", " + cut));
   }
+  const std::string plan = micro_->cut_plan();
+  if (!plan.empty()) report_->message(plan);
   if (config_.profiler.trace_start_step >= 0) {
     std::error_code ec;
     std::filesystem::create_directories(config_.run_dir, ec);
   }
   prof_.emplace(plan_.profiler);
-  report_->message(header_line(config_, plan_, task_.train_data->size(), place_.data_world, mesh_ != nullptr));
+  report_->message(header_line(config_, plan_, task_.train_data->size(), place_.placements));
   report_->message("paisoar train: precision " + plan_.precision.name + ": " + plan_.precision.reason);
 }
 
@@ -272,6 +285,8 @@ StepOutcome TrainRun::step(int64_t step, bool logged) {
   if (config_.profiler.memory) meter.emplace(place_.device);
   sync_->zero_grad();
   const StepOutcome outcome = micro_->run(step, *tools_);
+  // A skipped step is skipped on every rank (the finite-loss vote is over the world).
+  if (tied_ && !outcome.skip) tied_->sum_gradients([this](const std::string& n) { return sync_->held_gradients(n); });
   const auto& reducer_stats = sync_->last_stats();
   prof.add(profiler::Phase::Communication, reducer_stats.exposed_comm_s, profiler::Phase::Backward);
   profiler::add_bucket_spans(prof, reducer_stats.bucket_spans);
@@ -363,8 +378,9 @@ std::function<double()> TrainRun::evaluation() {
   EvalRole role;
   role.index = place_.data_rank;
   role.count = place_.data_world;
-  role.counts = micro_->holds_logits() && (!mesh_ || mesh_->tensor_rank() == 0);
+  role.counts = place_.placements.counts_outputs(micro_->holds_logits());
   role.forward = micro_->eval_forward();
+  role.regions = sync_->gathering();
   return [this, role] {
     comm::ActivityScope evaluating(tools_->flight, util::Activity::Evaluation);
     return evaluate(task_, *world_, role, config_.data.workers, plan_.precision, config_.data.eval_limit);
@@ -399,7 +415,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
   if (config_.profiler.enabled && result.steps > 0) {
     result.pipeline_bubble = micro_->report_stages(*report_, *world_);
     report_profile(*report_, *world_, step, *prof_, stats_, plan_.precision.autocast.enabled,
-                   fast_precision_on(place_.device.type()), mesh_ == nullptr);
+                   fast_precision_on(place_.device.type()), !place_.placements.holds_part());
   }
   if (config_.profiler.memory) {
     const memory::MemoryReport mine = sync_->measure_memory(static_cast<int>(place_.rank), place_.device);

@@ -18,6 +18,8 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/data/data_loader.h"
+#include "paisoar/amp/region_chain.h"
+#include "paisoar/hybrid/tied_parameters.h"
 #include "paisoar/memory/activation_checkpoint_regions.h"
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/hybrid/hybrid_mesh.h"
@@ -143,6 +145,8 @@ class TrainRun {
   int64_t saved_step_ = 0;         // the step of the newest checkpoint
   RunProgress progress_;           // the epoch's loss so far (save_if_due's tally), saved with a checkpoint
   std::optional<memory::CheckpointRegions> recompute_;  // activation_checkpointing
+  std::optional<amp::RegionChain> regions_;             // recompute_ and ZeRO-3's gathering, as the run has them
+  std::unique_ptr<hybrid::TiedParameters> tied_;        // parameters several stages hold; null: none
   std::optional<RunReport> report_;
   std::optional<profiler::StepProfiler> prof_;
   std::optional<StepTools> tools_;

@@ -24,18 +24,22 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole&
     data::DataLoader loader(std::make_shared<RangeView>(task.eval_data, begin, end), o);
     task.model->eval();
     torch::NoGradGuard no_grad;
-    double correct = 0;
+    double correct = 0, total = 0;
     while (auto batch = loader.next()) {
-      PrecisionContext context(precision);
+      PrecisionContext context(precision, role.regions);
       const auto device = task.model->parameters().empty() ? torch::Device(torch::kCPU)
                                                              : task.model->parameters()[0].device();
       const torch::Tensor logits = role.forward(batch->data.to(device));
-      if (role.counts) correct += logits.argmax(1).eq(batch->labels.to(device)).sum().item<double>();
+      // The class, or each position's next token: the labels' shape.
+      if (role.counts) {
+        correct += logits.argmax(-1).eq(batch->labels.to(device)).sum().item<double>();
+        total += static_cast<double>(batch->labels.numel());
+      }
     }
     task.model->train();
     if (role.counts) {
       counts[0] = correct;
-      counts[1] = static_cast<double>(end - begin);
+      counts[1] = total;
     }
   }
   comm.allreduce(counts).wait();

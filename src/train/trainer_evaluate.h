@@ -22,6 +22,9 @@ struct EvalRole {
   int64_t index = 0, count = 1;
   bool counts = true;
   std::function<torch::Tensor(const torch::Tensor&)> forward;
+  // What the forward runs its layer regions through (ZeRO-3 gathers
+  // parameters there); null for none.
+  amp::RegionRunner* regions = nullptr;
 };
 
 // Accuracy (percent) over the first `limit` evaluation samples (0: all), under

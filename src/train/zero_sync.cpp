@@ -1,12 +1,17 @@
-// ZeroSync: zero.stage 1-3. A ZeroOptimizer shards the optimizer state (and
-// gradients, and parameters at stage 3) over the data-parallel ranks, with
-// the optimizer the config names running on this rank's shard.
+// ZeroSync: a ZeroOptimizer shards the optimizer state (and the gradients,
+// and the parameters, as the placements' data sharding says) over the
+// data-parallel ranks, with the optimizer the config names running on this
+// rank's shard. With the model's layers, each layer is one unit (a parameter
+// several layers use, one of its own): sharded parameters are gathered per
+// layer by the GatherRegions runner, and a tied parameter is sharded alike
+// on every stage that holds it.
 #include <torch/torch.h>
 
+#include <optional>
 #include <unordered_set>
 
 #include "paisoar/train/config_schema.h"
-#include "paisoar/zero/layer_list.h"
+#include "paisoar/zero/gather_regions.h"
 #include "src/train/grad_sync.h"
 #include "src/train/optimizer_factory.h"
 
@@ -15,13 +20,17 @@ namespace {
 
 class ZeroSync final : public GradSync {
  public:
-  ZeroSync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model, std::shared_ptr<comm::Communicator> comm)
+  ZeroSync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model, const models::LayerSequence& layers,
+           const std::vector<std::string>& tied, std::shared_ptr<comm::Communicator> comm)
       : model_(std::move(model)) {
-    if (plan.zero.stage == 3 && !dynamic_cast<zero::LayerListImpl*>(model_.get())) {
-      throw ConfigError("zero.stage: 3 shards the parameters layer by layer and needs the model as a "
-                        "zero::LayerList (the zoo builds mlp, fashion_cnn and fashion_cnn_bn as one); this model "
-                        "is not, so use zero.stage 2 or wrap its layers in a LayerList");
+    if (plan.sharding.parameters && !layers) {
+      throw ConfigError("zero.stage: 3 gathers the parameters one layer at a time and needs the model's layers "
+                        "(TrainTask::layers, a models::LayerSequence; the zoo gives them for every reference "
+                        "model); give them, or use zero.stage 2");
     }
+    zero::ZeroOptions options = plan.zero;
+    options.stage = plan.sharding.stage();
+    if (layers) options.units = zero::GatherRegions::units_of(layers, *model_, tied);
     const OptimizerConfig optimizer = plan.optimizer;
     const double lr = plan.lr;
     zero_ = std::make_unique<zero::ZeroOptimizer>(
@@ -29,11 +38,20 @@ class ZeroSync final : public GradSync {
         [optimizer, lr](const std::vector<zero::ShardParam>& shard) {
           return make_optimizer(optimizer, zero::tensors_of(shard), lr);
         },
-        plan.zero);
+        options);
+    if (plan.sharding.parameters) gather_.emplace(*zero_, layers, *model_);
   }
 
   torch::optim::Optimizer& optimizer() override { return *zero_; }
   zero::ZeroOptimizer* zero() override { return zero_.get(); }
+  amp::RegionRunner* gathering() override { return gather_ ? &*gather_ : nullptr; }
+  std::vector<torch::Tensor> held_gradients(const std::string& name) override {
+    std::vector<torch::Tensor> out;
+    for (const auto& piece : zero_->shard()) {
+      if (piece.name == name) out.push_back(piece.tensor.grad());
+    }
+    return out;
+  }
   void zero_grad() override { zero_->zero_grad(); }
   void set_sync(bool on) override { zero_->set_sync(on); }
 
@@ -46,12 +64,13 @@ class ZeroSync final : public GradSync {
     return report;
   }
 
-  // Stage 3: the full parameters back into the model, and the optimizer
-  // dropped (which detaches the LayerList: it runs its layers plainly again).
+  // Sharded parameters: the full parameters back into the model, and the
+  // optimizer dropped (the layers then run plainly again).
   void finish() override {
-    if (!zero_ || zero_->stage() != 3) return;
+    if (!gather_) return;
     std::vector<torch::Tensor> full = zero_->full_parameters();
     const auto dtype = zero_->param_dtype();
+    gather_.reset();
     zero_.reset();
     torch::NoGradGuard no_grad;
     size_t i = 0;
@@ -82,14 +101,16 @@ class ZeroSync final : public GradSync {
 
  private:
   const std::shared_ptr<torch::nn::Module> model_;
-  std::unique_ptr<zero::ZeroOptimizer> zero_;  // null after finish() at stage 3
+  std::unique_ptr<zero::ZeroOptimizer> zero_;  // null after finish() when parameters are sharded
+  std::optional<zero::GatherRegions> gather_;  // parameters sharded: the layers gather them
 };
 
 }  // namespace
 
 std::unique_ptr<GradSync> make_zero_sync(const SyncPlan& plan, std::shared_ptr<torch::nn::Module> model,
+                                         const models::LayerSequence& layers, const std::vector<std::string>& tied,
                                          std::shared_ptr<comm::Communicator> comm) {
-  return std::make_unique<ZeroSync>(plan, std::move(model), std::move(comm));
+  return std::make_unique<ZeroSync>(plan, std::move(model), layers, tied, std::move(comm));
 }
 
 }  // namespace paisoar::train

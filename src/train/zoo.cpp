@@ -1,7 +1,8 @@
-// make_task: model.name -> a reference model (a zero::LayerList under ZeRO
-// stage 3, a Sequential of layers for a pipeline, tensor-parallel layers for
-// parallel.tensor > 1), data.format -> train and evaluation data sets with the matching
-// pipelines.
+// make_task: model.name -> a reference model, one module tree whatever the
+// layout (its tensor-parallel variant, with the same parameter names, for
+// parallel.tensor > 1), with its layers (LayerSequence) for the pipeline,
+// ZeRO-3 and activation checkpointing; data.format -> train and evaluation
+// data sets with the matching pipelines.
 #include "paisoar/train/zoo.h"
 
 #include <c10/util/Exception.h>
@@ -15,9 +16,9 @@
 #include "paisoar/data/image_folder.h"
 #include "paisoar/data/shard_dataset.h"
 #include "paisoar/models.h"
-#include "paisoar/tensor_parallel/column_parallel_linear.h"
-#include "paisoar/tensor_parallel/row_parallel_linear.h"
-#include "paisoar/zero/layer_list.h"
+#include "paisoar/data/text_corpus.h"
+#include "paisoar/tensor_parallel/parallel_classifiers.h"
+#include "paisoar/tensor_parallel/parallel_gpt.h"
 #include "src/train/range_view.h"
 
 namespace paisoar::train {
@@ -27,7 +28,7 @@ using data::ImagePipeline;
 
 struct Data {
   std::shared_ptr<const data::Dataset> train, eval;
-  int64_t channels = 1;
+  int64_t channels = 1;  // images' channels; 0: token ids (text)
 };
 
 // The mlp's options: model.num_classes, and model.hidden when given.
@@ -76,7 +77,26 @@ void require_samples(const data::Dataset& set, const std::string& source) {
   throw data::DataError(source + ": holds no samples; point data.path at a data set with at least one");
 }
 
-Data open_data(const DataConfig& c, int64_t num_classes) {
+// data.path as byte tokens: its first nine tenths trained on and its last
+// tenth scored, or all of it trained on and data.eval_path scored.
+Data open_text(const DataConfig& c, int64_t block_size) {
+  Data d;
+  d.channels = 0;
+  auto corpus = std::make_shared<data::TextCorpus>(c.path, block_size);
+  int64_t n = corpus->size();
+  if (c.eval_path.empty()) {
+    const int64_t held_out = n / 10;
+    if (held_out > 0) d.eval = std::make_shared<RangeView>(corpus, n - held_out, n);
+    n -= held_out;
+  } else {
+    d.eval = std::make_shared<data::TextCorpus>(c.eval_path, block_size);
+  }
+  if (c.train_limit > 0) n = std::min(n, c.train_limit);
+  d.train = std::make_shared<RangeView>(std::move(corpus), 0, n);
+  return d;
+}
+
+Data open_data(const DataConfig& c, int64_t num_classes, int64_t block_size) {
   Data d;
   if (c.format == "idx") {
     data::IdxDatasetOptions train_options, eval_options;
@@ -99,6 +119,7 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
     d.eval = std::move(eval);
     return d;
   }
+  if (c.format == "text") return open_text(c, block_size);
   d.channels = 3;
   auto train = open_images(c, c.path, true);
   require_samples(*train, "data.path '" + c.path + "'");
@@ -108,172 +129,179 @@ Data open_data(const DataConfig& c, int64_t num_classes) {
   return d;
 }
 
-namespace nn = torch::nn;
-
-// A Sequential with a plain forward(Tensor), so it can be one layer of
-// another Sequential (AnyModule refuses Sequential's templated forward).
-struct BlockImpl : nn::SequentialImpl {
-  using SequentialImpl::SequentialImpl;
-  torch::Tensor forward(torch::Tensor x) { return SequentialImpl::forward(x); }
+// The model as built: one module tree, its layers, and how it is trained.
+struct Built {
+  std::shared_ptr<torch::nn::Module> model;
+  models::LayerSequence layers;
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+  std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;  // null: cross entropy
 };
-TORCH_MODULE(Block);
 
-// ZeRO stage 3 shards layer by layer, so it needs the model as a LayerList:
-// fashion_cnn(_bn) and mlp rebuilt as one, with the same layers and forward
-// pass, each layer a parameter-bearing module with the activation and pooling
-// that follow it. Parameter names therefore differ from the plain models'
-// (conv1.0.weight for conv1.weight).
-nn::Sequential layer_sequence(const ModelConfig& model) {
-  const std::string& name = model.name;
-  const int64_t classes = model.num_classes;
-  nn::Sequential layers;
+template <typename Holder>
+Built built(Holder model) {
+  return {model.ptr(), models::LayerSequence::of(model),
+          [m = model.ptr()](const torch::Tensor& x) { return m->forward(x); }, nullptr};
+}
+
+// What data each reference model takes, refused with the model's name.
+void require_input(const std::string& name, const Data& d) {
+  const bool small = name == "fashion_cnn" || name == "fashion_cnn_bn" || name == "mlp";
+  if (small && d.channels != 1) {
+    throw ConfigError("model.name: " + name + " takes 1x28x28 images (data.format: idx); " +
+                      (d.channels == 0 ? "use gpt for text" : "use resnet18 for RGB image data"));
+  }
+  if (name == "gpt" && d.channels != 0) {
+    throw ConfigError("model.name: gpt takes text (data.format: text, data.path: a text file); use fashion_cnn, mlp "
+                      "or resnet18 for images");
+  }
+  if (!small && name != "gpt" && d.channels != 3) {
+    throw ConfigError("model.name: " + name + " takes RGB images (data.format: folder or shards); " +
+                      (d.channels == 0 ? "use gpt for text" : "use fashion_cnn or mlp for Fashion-MNIST"));
+  }
+}
+
+models::GptOptions gpt_options(const ModelConfig& m) {
+  models::GptOptions o;
+  o.n_layer = m.n_layer;
+  o.n_head = m.n_head;
+  o.n_embd = m.n_embd;
+  o.block_size = m.block_size;
+  return o;
+}
+
+// The configured model; with a tensor group, its tensor-parallel variant cut
+// from the plain model built first (the same seeded weights as one rank's).
+Built build_model(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& tensor_group) {
+  const ModelConfig& m = config.model;
+  const std::string& name = m.name;
+  if (name == "fashion_cnn" || name == "fashion_cnn_bn") {
+    models::FashionCnnOptions o;
+    o.batch_norm = name == "fashion_cnn_bn";
+    o.num_classes = m.num_classes;
+    models::FashionCnn plain(o);
+    if (!tensor_group) return built(plain);
+    return built(tensor_parallel::ParallelFashionCnn(*plain, tensor_group));
+  }
   if (name == "mlp") {
-    const models::MlpOptions o = mlp_options(model);
-    int64_t width = o.in_features;
-    for (size_t i = 0; i < o.hidden.size(); ++i) {
-      Block layer;
-      if (i == 0) layer->push_back(nn::Flatten());
-      layer->push_back(nn::Linear(width, o.hidden[i]));
-      layer->push_back(nn::ReLU());
-      layers->push_back("hidden" + std::to_string(i), layer);
-      width = o.hidden[i];
+    models::Mlp plain(mlp_options(m));
+    if (!tensor_group) return built(plain);
+    return built(tensor_parallel::ParallelMlpClassifier(*plain, tensor_group));
+  }
+  if (name == "gpt") {
+    models::Gpt plain(gpt_options(m));
+    Built b;
+    if (!tensor_group) {
+      b = built(plain);
+    } else {
+      tensor_parallel::ParallelGpt split(gpt_options(m), tensor_group);
+      split->load_full(*plain);
+      b = built(split);
     }
-    layers->push_back("head", nn::Linear(width, classes));
-    return layers;
+    b.loss = [](const torch::Tensor& logits, const torch::Tensor& targets) {
+      return models::GptImpl::loss(logits, targets);
+    };
+    return b;
   }
-  const bool bn = name == "fashion_cnn_bn";
-  for (const auto& [layer_name, in, out] : {std::tuple<const char*, int64_t, int64_t>{"conv1", 1, 32},
-                                            std::tuple<const char*, int64_t, int64_t>{"conv2", 32, 64}}) {
-    Block layer;
-    layer->push_back(nn::Conv2d(nn::Conv2dOptions(in, out, 3).padding(1).bias(!bn)));
-    if (bn) layer->push_back(nn::BatchNorm2d(out));
-    layer->push_back(nn::ReLU());
-    layer->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
-    layers->push_back(layer_name, layer);
+  if (tensor_group) {
+    throw ConfigError("parallel.tensor: " + name + " has no tensor-parallel layers (the models that split across "
+                      "ranks are mlp, fashion_cnn, fashion_cnn_bn and gpt); set parallel.tensor: 1 and use "
+                      "parallel.data or parallel.pipeline instead");
   }
-  layers->push_back("fc1", Block(nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU()));
-  layers->push_back("fc2", nn::Linear(128, classes));
-  return layers;
-}
-
-TrainTask layer_list_task(const ModelConfig& config, const Data& d) {
-  TrainTask t;
-  auto model = std::make_shared<zero::LayerListImpl>(layer_sequence(config));
-  t.model = model;
-  t.forward = [model](const torch::Tensor& x) { return model->forward(x); };
-  t.train_data = d.train;
-  t.eval_data = d.eval;
-  return t;
-}
-
-// The model as a Sequential of layers for parallel.pipeline > 1.
-TrainTask sequence_task(nn::Sequential layers, const Data& d) {
-  TrainTask t;
-  t.model = layers.ptr();
-  t.layers = layers;
-  t.forward = [layers](const torch::Tensor& x) mutable { return layers->forward(x); };
-  t.train_data = d.train;
-  t.eval_data = d.eval;
-  return t;
-}
-
-// mlp split across a tensor-parallel group, Megatron's MLP pairing: each pair
-// of hidden layers is one block, the first column-parallel (its output stays
-// split), the second row-parallel (one allreduce); the head is replicated.
-// Weights come from the plain Mlp built with the same seed, so the numbers
-// equal a one-rank run. Layers for a pipeline: "hidden" (one block) or
-// "hidden0".."hidden<k>", then "head".
-nn::Sequential tensor_parallel_mlp(const ModelConfig& model, const tensor_parallel::Group& group) {
-  const models::MlpOptions o = mlp_options(model);
-  if (o.hidden.empty() || o.hidden.size() % 2 != 0) {
-    throw ConfigError("model.hidden: parallel.tensor splits the mlp's hidden layers in pairs (column-, then "
-                      "row-parallel); give an even number of widths, not " + std::to_string(o.hidden.size()));
-  }
-  models::Mlp full(o);
-  tensor_parallel::ColumnParallelLinearOptions column;
-  column.gather_output = false;
-  tensor_parallel::RowParallelLinearOptions row;
-  row.input_is_parallel = true;
-  nn::Sequential layers;
-  const size_t blocks = o.hidden.size() / 2;
-  int64_t width = o.in_features;
-  for (size_t b = 0; b < blocks; ++b) {
-    tensor_parallel::ColumnParallelLinear first(width, o.hidden[2 * b], group, column);
-    tensor_parallel::RowParallelLinear second(o.hidden[2 * b], o.hidden[2 * b + 1], group, row);
-    first->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(2 * b)));
-    second->load_full(nn::Linear(full->hidden->ptr<nn::LinearImpl>(2 * b + 1)));
-    Block block;
-    if (b == 0) block->push_back(nn::Flatten());
-    block->push_back(first);
-    block->push_back(nn::ReLU());
-    block->push_back(second);
-    block->push_back(nn::ReLU());
-    layers->push_back(blocks == 1 ? std::string("hidden") : "hidden" + std::to_string(b), block);
-    width = o.hidden[2 * b + 1];
-  }
-  layers->push_back("head", full->head);
-  return layers;
+  if (name == "resnet18") return built(models::resnet18(m.num_classes));
+  if (name == "resnet50") return built(models::resnet50(m.num_classes));
+  if (name == "vgg16") return built(models::vgg16(m.num_classes));
+  throw ConfigError("model.name: '" + name + "' is not a reference model");
 }
 
 // The configured model over `d`.
 TrainTask task_over(const TrainConfig& config, const Data& d, const std::shared_ptr<comm::Communicator>& tensor_group) {
+  require_input(config.model.name, d);
+  check_reference_layout(config);
+  if (config.parallel.tensor > 1 && (!tensor_group || tensor_group->size() != config.parallel.tensor)) {
+    C10_THROW_ERROR(ValueError, "make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
+                                "; pass the Trainer's tensor_group() (its size must match)");
+  }
   torch::manual_seed(static_cast<uint64_t>(config.seed));
-  const auto& name = config.model.name;
-  const int64_t classes = config.model.num_classes;
-  if (config.parallel.tensor > 1) {
-    if (name != "mlp" || d.channels != 1) {
-      throw ConfigError("parallel.tensor: the reference model split across ranks is mlp (with data.format "
-                        "idx); model.name is '" + name + "'. Build your own model from paisoar/tensor_parallel.h "
-                        "layers for others");
-    }
-    if (!tensor_group || tensor_group->size() != config.parallel.tensor) {
-      C10_THROW_ERROR(ValueError, "make_task: parallel.tensor is " + std::to_string(config.parallel.tensor) +
-                                  "; pass the Trainer's tensor_group() (its size must match)");
-    }
-    return sequence_task(tensor_parallel_mlp(config.model, tensor_group), d);
-  }
-  if (config.parallel.pipeline > 1) {
-    if (name != "mlp" && name != "fashion_cnn" && name != "fashion_cnn_bn") {
-      throw ConfigError("parallel.pipeline: the reference models built as a list of layers are mlp, fashion_cnn "
-                        "and fashion_cnn_bn; model.name is '" + name + "'. For your own model set TrainTask::layers");
-    }
-    if (d.channels != 1) throw ConfigError("model.name: " + name + " takes 1x28x28 images (data.format: idx)");
-    return sequence_task(layer_sequence(config.model), d);
-  }
-  if (name == "fashion_cnn" || name == "fashion_cnn_bn") {
-    if (d.channels != 1) {
-      throw ConfigError("model.name: fashion_cnn takes 1x28x28 images (data.format: idx); "
-                        "use resnet18 for RGB image data");
-    }
-    if (config.zero.stage == 3) return layer_list_task(config.model, d);
-    models::FashionCnnOptions o;
-    o.batch_norm = name == "fashion_cnn_bn";
-    o.num_classes = classes;
-    return TrainTask::of(models::FashionCnn(o), d.train, d.eval);
-  }
+  Built b = build_model(config, config.parallel.tensor > 1 ? tensor_group : nullptr);
+  // The generator after building depends on the seed only, not on what the
+  // layout's layers drew (dropout then draws alike in every layout).
+  torch::manual_seed(static_cast<uint64_t>(config.seed) + 1);
+  TrainTask t;
+  t.model = b.model;
+  t.forward = b.forward;
+  t.layers = b.layers;
+  t.loss = b.loss;
+  t.train_data = d.train;
+  t.eval_data = d.eval;
+  return t;
+}
+
+// A reference model's layer count and the sizes its tensor-parallel layers
+// split (each must be divisible by parallel.tensor); no sizes: it has none.
+struct ModelShape {
+  int64_t layers = 0;
+  std::vector<std::pair<std::string, int64_t>> split;  // what, size
+  bool splits = true;
+};
+
+ModelShape shape_of(const ModelConfig& m) {
+  const std::string& name = m.name;
+  if (name == "fashion_cnn" || name == "fashion_cnn_bn") return {4, {{"fc1's 128 units", 128}}};
   if (name == "mlp") {
-    if (d.channels != 1) {
-      throw ConfigError("model.name: mlp takes 1x28x28 images (data.format: idx)");
-    }
-    if (config.zero.stage == 3) return layer_list_task(config.model, d);
-    return TrainTask::of(models::Mlp(mlp_options(config.model)), d.train, d.eval);
+    const auto hidden = mlp_options(m).hidden;
+    ModelShape s{static_cast<int64_t>(hidden.size()) + 1, {}};
+    for (size_t i = 0; i + 1 < hidden.size(); i += 2) s.split.push_back({"model.hidden[" + std::to_string(i) + "]", hidden[i]});
+    return s;
   }
-  if (name == "resnet18" || name == "resnet50" || name == "vgg16") {
-    if (d.channels != 3) {
-      throw ConfigError("model.name: " + name + " takes RGB images (data.format: folder or shards); "
-                        "use fashion_cnn or mlp for Fashion-MNIST");
-    }
-    if (name == "resnet18") return TrainTask::of(models::resnet18(classes), d.train, d.eval);
-    if (name == "resnet50") return TrainTask::of(models::resnet50(classes), d.train, d.eval);
-    return TrainTask::of(models::vgg16(classes), d.train, d.eval);
+  if (name == "gpt") {
+    return {m.n_layer + 2, {{"model.n_head", m.n_head}, {"the 4 x model.n_embd MLP units", 4 * m.n_embd},
+                            {"the 256-byte vocabulary", 256}}};
   }
-  throw ConfigError("model.name: '" + name + "' is not a reference model");
+  if (name == "resnet18") return {10, {}, false};
+  if (name == "resnet50") return {18, {}, false};
+  if (name == "vgg16") return {16, {}, false};
+  return {0, {}, false};
 }
 
 }  // namespace
 
+void check_reference_layout(const TrainConfig& config) {
+  const ModelShape shape = shape_of(config.model);
+  if (shape.layers == 0) return;  // model.name is checked where the model is built
+  const ParallelConfig& layout = config.parallel;
+  const std::string& name = config.model.name;
+  if (layout.pipeline > shape.layers) {
+    throw ConfigError("parallel.pipeline: " + std::to_string(layout.pipeline) + " stages, but " + name + " has " +
+                      std::to_string(shape.layers) + " layers to cut; use parallel.pipeline " +
+                      std::to_string(shape.layers) + " or fewer (each stage needs a layer)");
+  }
+  if (layout.tensor == 1) return;
+  if (!shape.splits) {
+    throw ConfigError("parallel.tensor: " + std::to_string(layout.tensor) + ", but " + name +
+                      " has no tensor-parallel layers (mlp, fashion_cnn, fashion_cnn_bn and gpt have); use "
+                      "parallel.tensor 1 and give its ranks to parallel.data");
+  }
+  if (name == "mlp" && (shape.split.empty() || mlp_options(config.model).hidden.size() % 2 != 0)) {
+    throw ConfigError("model.hidden: parallel.tensor splits the mlp's hidden layers in pairs (column-, then "
+                      "row-parallel); give an even number of widths, not " +
+                      std::to_string(mlp_options(config.model).hidden.size()));
+  }
+  for (const auto& [what, size] : shape.split) {
+    if (size % layout.tensor == 0) continue;
+    int64_t fits = layout.tensor;  // the largest width below that divides every split size
+    for (; fits > 1; --fits) {
+      bool all = true;
+      for (const auto& [w, n] : shape.split) all = all && n % fits == 0;
+      if (all) break;
+    }
+    throw ConfigError("parallel.tensor: " + std::to_string(layout.tensor) + " does not divide " + name + "'s " +
+                      what + " (" + std::to_string(size) + "); the nearest width that works is parallel.tensor " +
+                      std::to_string(fits));
+  }
+}
+
 TrainTask make_task(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& tensor_group) {
-  return task_over(config, open_data(config.data, config.model.num_classes), tensor_group);
+  return task_over(config, open_data(config.data, config.model.num_classes, config.model.block_size), tensor_group);
 }
 
 TrainTask make_task(const TrainConfig& config, std::shared_ptr<const data::Dataset> train,
@@ -282,7 +310,8 @@ TrainTask make_task(const TrainConfig& config, std::shared_ptr<const data::Datas
   if (!train || train->size() == 0) C10_THROW_ERROR(ValueError, "make_task: the training set is null or empty");
   data::SampleRng rng(0);
   Data d{std::move(train), std::move(eval), 1};
-  d.channels = d.train->get(0, rng).data.size(0);
+  const torch::Tensor first = d.train->get(0, rng).data;
+  d.channels = first.is_floating_point() || first.dim() > 1 ? first.size(0) : 0;  // 1-D int64: token ids
   return task_over(config, d, tensor_group);
 }
 

@@ -107,6 +107,7 @@ void ZeroOptimizer::Impl::complete_reduce(size_t u) {
   if (unit.reduced.defined()) {
     unit.grad_chunk.copy_(unit.reduced);
     unit.reduced = torch::Tensor();
+    unit.reduce_in = torch::Tensor();
   }
   if (options_.stage == 1) {
     // Keep only the averaged chunk: the other chunks held this rank's local
@@ -124,6 +125,14 @@ void ZeroOptimizer::Impl::launch_reduce(size_t u) {
   auto& unit = units_[u];
   ensure_full_grad(u);
   torch::Tensor out;
+  const auto low = options_.reduce_dtype;
+  if (low != torch::ScalarType::Undefined && low != dtype_) {
+    torch::NoGradGuard no_grad;
+    unit.reduce_in = unit.full_grad.to(low);
+    unit.reduced = torch::empty({layout_->units()[u].chunk}, unit.reduce_in.options());
+    unit.reduce_work = comm_->reduce_scatter(unit.reduced, unit.reduce_in, comm::ReduceOp::Avg);
+    return;
+  }
   if (chunk_aliases_grad()) {
     out = own_chunk(unit.full_grad);  // in place
   } else if (dtype_ == torch::kFloat) {

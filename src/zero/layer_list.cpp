@@ -31,7 +31,7 @@ torch::Tensor LayerListImpl::forward(torch::Tensor x) {
     auto pin = amp::region(names_[k]);
     x = pin.cast(x);
     if (engine_) {
-      x = engine_->run_layer(k, x, [&layer](const torch::Tensor& in) { return layer.forward(in); });
+      x = engine_->run_in_units({k}, x, [&layer](const torch::Tensor& in) { return layer.forward(in); });
     } else {
       x = layer.forward(x);
     }

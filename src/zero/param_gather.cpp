@@ -28,15 +28,15 @@ void alloc_storage(const torch::Tensor& t, size_t nbytes) {
 // and prefetches the layer before it.
 struct RegatherBeforeBackward : torch::autograd::Function<RegatherBeforeBackward> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t engine,
-                               int64_t layer) {
+                               std::vector<int64_t> units) {
     ctx->saved_data["engine"] = engine;
-    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["units"] = units;
     return x;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto* engine = reinterpret_cast<ZeroOptimizer::Impl*>(ctx->saved_data["engine"].toInt());
-    engine->on_pre_backward(static_cast<size_t>(ctx->saved_data["layer"].toInt()));
+    for (int64_t u : ctx->saved_data["units"].toIntVector()) engine->on_pre_backward(static_cast<size_t>(u));
     return {grads[0], torch::Tensor(), torch::Tensor()};
   }
 };
@@ -85,14 +85,22 @@ void ZeroOptimizer::Impl::unit_forward_end(size_t k) {
   free_params(k);
 }
 
-torch::Tensor ZeroOptimizer::Impl::run_layer(size_t k, const torch::Tensor& x,
-                                             const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
-  unit_forward_begin(k);
-  torch::Tensor out = fn(x);
-  if (torch::GradMode::is_enabled() && out.requires_grad()) {
-    out = RegatherBeforeBackward::apply(out, reinterpret_cast<int64_t>(this), static_cast<int64_t>(k));
+torch::Tensor ZeroOptimizer::Impl::run_in_units(const std::vector<size_t>& units, const torch::Tensor& x,
+                                                const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  TORCH_CHECK(options_.stage == 3, "ZeroOptimizer::run_in_units: the parameters are gathered only at stage 3");
+  for (size_t k : units) unit_forward_begin(k);
+  torch::Tensor out;
+  try {
+    out = fn(x);
+  } catch (...) {
+    for (size_t k : units) unit_forward_end(k);
+    throw;
   }
-  unit_forward_end(k);
+  if (torch::GradMode::is_enabled() && out.requires_grad()) {
+    out = RegatherBeforeBackward::apply(out, reinterpret_cast<int64_t>(this),
+                                        std::vector<int64_t>(units.begin(), units.end()));
+  }
+  for (size_t k : units) unit_forward_end(k);
   return out;
 }
 

@@ -34,6 +34,7 @@ class ZeroOptimizer::Impl final : public grad::GradientSink {
     torch::Tensor master;      // fp32 chunk the optimizer updates (may alias `full`)
     torch::Tensor grad_chunk;  // fp32 averaged gradient chunk (may alias `full_grad`)
     torch::Tensor reduced;     // reduce-scatter output when it cannot be grad_chunk
+    torch::Tensor reduce_in;   // reduce-scatter input when it is not full_grad (ZeroOptions::reduce_dtype)
     bool ready = false;        // every gradient in, in this synchronised backward
     comm::Work reduce_work;
     comm::Work gather_work;
@@ -79,8 +80,8 @@ class ZeroOptimizer::Impl final : public grad::GradientSink {
   void free_params(size_t u);
   // Stage 3: layer k's forward between its gather and its release, its output
   // routed through the function that re-gathers it before its backward.
-  torch::Tensor run_layer(size_t k, const torch::Tensor& x,
-                          const std::function<torch::Tensor(const torch::Tensor&)>& fn);
+  torch::Tensor run_in_units(const std::vector<size_t>& units, const torch::Tensor& x,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& fn);
   void unit_forward_begin(size_t k);  // gather k, prefetch k+1
   void unit_forward_end(size_t k);    // release k
   void on_pre_backward(size_t k);     // gather k, prefetch k-1

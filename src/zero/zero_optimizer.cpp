@@ -34,6 +34,10 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
               options_.stage, " (stage 0 is plain DDP: use DistributedDataParallel)");
   TORCH_CHECK(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,
               "ZeroOptions::bucket_cap_mb and first_bucket_mb must be > 0 MiB");
+  TORCH_CHECK_VALUE(options_.reduce_dtype == torch::ScalarType::Undefined ||
+                        at::isFloatingType(options_.reduce_dtype),
+                    "ZeroOptions::reduce_dtype must be a floating dtype (Half, BFloat16) or Undefined, got ",
+                    options_.reduce_dtype);
   rank_ = comm_->rank();
   world_ = comm_->size();
   std::vector<std::pair<std::string, torch::Tensor>> named, buffers;
@@ -66,11 +70,9 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
   std::vector<int64_t> numels;
   for (const auto& p : params_) numels.push_back(p.tensor.numel());
   layout_ = std::make_unique<ShardLayout>(numels, plan_units(), world_);
-  if (options_.stage == 3) {
-    for (size_t u = 0; u < layout_->units().size(); ++u) order_.push_back(u);
-    std::reverse(order_.begin(), order_.end());  // layers finish backward last to first
-  } else {
-    for (size_t u = 0; u < layout_->units().size(); ++u) order_.push_back(u);
+  for (size_t u = 0; u < layout_->units().size(); ++u) order_.push_back(u);
+  if (options_.stage == 3 || !options_.units.empty()) {
+    std::reverse(order_.begin(), order_.end());  // units in forward order: backward finishes them last to first
   }
   build_units();
   build_shard(factory);
@@ -86,7 +88,7 @@ ZeroOptimizer::Impl::Impl(ZeroOptimizer& owner, std::shared_ptr<torch::nn::Modul
 }
 
 std::vector<std::vector<size_t>> ZeroOptimizer::Impl::plan_units() const {
-  if (options_.stage == 3 && !options_.units.empty()) return units_named();
+  if (!options_.units.empty()) return units_named();
   if (options_.stage == 3) {
     auto* layers = dynamic_cast<LayerListImpl*>(model_.get());
     TORCH_CHECK(layers, "ZeRO stage 3 needs the model as a paisoar::zero::LayerList (one unit per layer, "
@@ -288,6 +290,10 @@ void ZeroOptimizer::zero_grad() {
 void ZeroOptimizer::unit_forward_begin(size_t k) { impl_->unit_forward_begin(k); }
 void ZeroOptimizer::unit_forward_end(size_t k) { impl_->unit_forward_end(k); }
 void ZeroOptimizer::unit_backward_begin(size_t k) { impl_->on_pre_backward(k); }
+torch::Tensor ZeroOptimizer::run_in_units(const std::vector<size_t>& units, const torch::Tensor& x,
+                                          const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  return impl_->run_in_units(units, x, fn);
+}
 
 void ZeroOptimizer::set_sync(bool on) { impl_->engine_->set_sync(on); }
 

@@ -20,6 +20,7 @@ struct SyntheticBlobsOptions {
   int64_t size = 640;
   int64_t classes = 10;
   int64_t side = 28;
+  int64_t channels = 1;  // each with its own noise over the same blob
   double amplitude = 2.5;  // the blob's peak, over unit-variance noise
   double blob_sigma = 3.0;  // pixels
   uint64_t noise_seed = 1;  // the class blobs are the same for every seed; the noise is not
@@ -37,13 +38,13 @@ class SyntheticBlobs : public data::Dataset {
       const double cy = (k / across + 0.5) * o.side / 3.0, cx = (k % across + 0.5) * o.side / across;
       const auto dy = (grid - cy).pow(2).unsqueeze(1), dx = (grid - cx).pow(2).unsqueeze(0);
       const auto blob = o.amplitude * torch::exp(-(dy + dx) / (2 * o.blob_sigma * o.blob_sigma));
-      auto image = torch::empty({o.side, o.side});
+      auto image = torch::empty({o.channels, o.side, o.side});
       float* p = image.data_ptr<float>();
-      for (int64_t j = 0; j < o.side * o.side; ++j) {  // Box-Muller: unit normal noise
+      for (int64_t j = 0; j < o.channels * o.side * o.side; ++j) {  // Box-Muller: unit normal noise
         const double u = 1.0 - noise.uniform(), v = noise.uniform();
         p[j] = static_cast<float>(std::sqrt(-2.0 * std::log(u)) * std::cos(2 * M_PI * v));
       }
-      images_.push_back((blob + image).unsqueeze(0).contiguous());
+      images_.push_back((blob.unsqueeze(0) + image).contiguous());
       labels_.push_back(k);
     }
   }

@@ -142,15 +142,16 @@ TEST(TrainerZero, BadZeroConfigIsAClearError) {
   expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"zero.stage", "0 (off), 1, 2 or 3"});
   c.zero.stage = 2;
   c.distributed.compression = "int8";
-  expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"distributed.compression", "int8", "ZeRO"});
-  // Stage 3 with a model that is not a LayerList (a user's own model).
+  expect_error_of<std::runtime_error>([&] { train_with(c, 1); },
+                                      {"distributed.compression", "int8", "reduce-scatter", "bf16 or fp16"});
+  // Stage 3 with a model given without its layers (a user's own model).
   c = mlp_config("sgd");
   c.zero.stage = 3;
   paisoar::testing::run_ranks(1, [&](int, std::shared_ptr<comm::Communicator> comm) {
     auto task = paisoar::testing::synthetic_task(c);
     task = train::TrainTask::of(models::FashionCnn(), task.train_data);
     expect_error_of<train::ConfigError>([&] { train::Trainer(c, comm).fit(task); },
-                                        {"zero.stage", "zero::LayerList", "stage 2"});
+                                        {"zero.stage", "TrainTask::layers", "zero.stage 2"});
   });
 }
 
@@ -169,9 +170,13 @@ TEST(TrainerCheckpointing, SameParametersAsWithout) {
   c.activation_checkpointing = {"layer*"};
   expect_error_of<std::runtime_error>([&] { train_with(c, 1); },
                                       {"activation_checkpointing", "'layer*'", "conv1, conv2, fc1, fc2"});
-  c.activation_checkpointing = {"fc1"};
+  // Under ZeRO-3 a recomputed layer gathers its parameters again: the same numbers again.
+  c.activation_checkpointing = {"conv*", "fc1"};
   c.zero.stage = 3;
-  expect_error_of<std::runtime_error>([&] { train_with(c, 1); }, {"activation_checkpointing", "zero.stage 3"});
+  const auto gathered = train_with(c, 2).first;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_LT((plain[i] - gathered[i]).abs().max().item<double>(), 1e-5) << i;  // fp32: sums in another order
+  }
 }
 
 TEST(TrainerMemory, PrintsTheMemoryTable) {

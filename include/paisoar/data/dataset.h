@@ -14,10 +14,13 @@ namespace paisoar::data {
 
 // One sample after decoding and transforms: `data` is the model input (for
 // images float [C, H, W], or uint8 [C, H, W] when normalisation is left to the
-// device) and `label` its class.
+// device) and `label` its class, or `target` a tensor the loss compares the
+// output with (a sequence's next tokens), which the loader then batches into
+// Batch::labels instead.
 struct Example {
   torch::Tensor data;
   int64_t label = -1;
+  torch::Tensor target;  // undefined: the target is `label`
 };
 
 class Dataset {

@@ -46,6 +46,11 @@ class GradientReducer {
   // Before each forward: syncs buffers and arms the hooks for the coming
   // backward (unless sync is off). Collective when broadcast_buffers is on.
   void pre_forward();
+  // Arms the hooks for the coming backward as pre_forward does, without
+  // syncing the buffers: for a pipeline stage's last backward, whose
+  // forward already ran (BatchNorm saved its running statistics for
+  // backward; rewriting them in place would fail it). Not collective.
+  void prepare_backward();
   // After forward, with its outputs: finds the parameters the graph does not
   // reach (find_unused_parameters only), so their buckets need not wait.
   void post_forward(const std::vector<torch::Tensor>& outputs);

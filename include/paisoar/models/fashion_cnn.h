@@ -11,6 +11,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "paisoar/models/layer_sequence.h"
 
 namespace paisoar::models {
 
@@ -31,19 +35,30 @@ struct FashionCnnOptions {
 // definition in bench/amp_peer.py, so state dicts carry over.
 // Initialisation: PyTorch's layer defaults; construction order is that of the
 // Python definition, so the same seed gives the same weights on both sides.
-class FashionCnnImpl : public torch::nn::Module {
+// Layers (LayerSequence; their names are its regions): conv1 (conv1, [bn1,]
+// ReLU, pool), conv2 (likewise), fc1 (flatten, fc1, ReLU), fc2; inside conv1
+// and conv2 the norms are precision regions bn1 and bn2 of their own.
+class FashionCnnImpl : public torch::nn::Module, public Layered {
  public:
   explicit FashionCnnImpl(const FashionCnnOptions& options = {});
   torch::Tensor forward(torch::Tensor x);
+  std::vector<Layer> layers() override;
 
   const FashionCnnOptions& options() const { return options_; }
 
- private:
-  FashionCnnOptions options_;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};  // null unless batch_norm
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+
+ private:
+  FashionCnnOptions options_;
 };
 TORCH_MODULE(FashionCnn);
+
+// FashionCnn's convolution layer `name`: conv, the norm `bn` (when not null)
+// as precision region `bn_name`, ReLU, a 2x2 max pool. Shared with its
+// tensor-parallel variant.
+Layer fashion_cnn_conv_layer(const std::string& name, torch::nn::Conv2d conv, torch::nn::BatchNorm2d bn,
+                             const std::string& bn_name);
 
 }  // namespace paisoar::models

@@ -10,6 +10,9 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <vector>
+
+#include "paisoar/models/layer_sequence.h"
 
 namespace paisoar::models {
 
@@ -102,10 +105,18 @@ TORCH_MODULE(GptBlock);
 // Initialisation as nanoGPT: Linear and Embedding weights normal(0, 0.02),
 // the c_proj weights normal(0, 0.02 / sqrt(2 * n_layer)), biases 0,
 // LayerNorm weight 1.
-class GptImpl : public torch::nn::Module {
+// Layers (LayerSequence; their names are its regions): embed (wte and wpe
+// summed, dropout), h.0 .. h.{n_layer-1} (one block each), head (ln_f and the
+// tied lm_head): wte is used by embed and head, so a pipeline that puts them
+// on different stages holds it on both and sums its gradient across them.
+// Throws c10::Error unless `idx` is int64 [B, T] with T <= block_size.
+void check_tokens(const torch::Tensor& idx, int64_t block_size, const char* model);
+
+class GptImpl : public torch::nn::Module, public Layered {
  public:
   explicit GptImpl(const GptOptions& options = {});
   torch::Tensor forward(const torch::Tensor& idx);
+  std::vector<Layer> layers() override;
 
   // Mean next-token cross entropy of logits [B, T, V] against targets [B, T]
   // (int64); targets of -1 are ignored, as in nanoGPT.

@@ -9,7 +9,11 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include "paisoar/models/layer_sequence.h"
 
 namespace paisoar::models {
 
@@ -29,10 +33,13 @@ struct MlpOptions {
 // initialisation. Parameters: sum over consecutive widths w_i, w_i+1 of
 // w_i * w_i+1 + w_i+1 with widths in_features, hidden..., num_classes
 // (535,818 with the defaults).
-class MlpImpl : public torch::nn::Module {
+// Layers (LayerSequence; their names are its regions): hidden.0 (flatten,
+// Linear, ReLU [, Dropout]) .. hidden.K-1, head.
+class MlpImpl : public torch::nn::Module, public Layered {
  public:
   explicit MlpImpl(const MlpOptions& options = {});
   torch::Tensor forward(torch::Tensor x);
+  std::vector<Layer> layers() override;
 
   const MlpOptions& options() const { return options_; }
 
@@ -43,5 +50,11 @@ class MlpImpl : public torch::nn::Module {
   MlpOptions options_;
 };
 TORCH_MODULE(Mlp);
+
+// Mlp's hidden layer `path`: `linear` (the module `module` computes it), ReLU,
+// dropout `dropout` in training; the first one flattens its input. Shared
+// with its tensor-parallel variant.
+Layer mlp_hidden_layer(const std::string& path, std::shared_ptr<torch::nn::Module> module, LayerFn linear,
+                       bool first, double dropout);
 
 }  // namespace paisoar::models

@@ -14,6 +14,8 @@
 #include <array>
 #include <cstdint>
 
+#include "paisoar/models/layer_sequence.h"
+
 namespace paisoar::models {
 
 // conv3x3 - bn - relu - conv3x3 - bn, plus the identity (or a 1x1 conv + bn
@@ -83,10 +85,14 @@ struct ResNetOptions {
 // ResNet-50 25,557,032.
 // Initialisation as torchvision: convolutions kaiming_normal_(fan_out, relu),
 // BatchNorm weight 1 and bias 0, Linear PyTorch's default.
-class ResNetImpl : public torch::nn::Module {
+// Layers (LayerSequence; their names are its regions): conv1 (conv1, bn1 as
+// a precision region of its own, ReLU, max pool), layer1.0 .. layer4.<last>
+// (one block each), fc (average pool, flatten, fc).
+class ResNetImpl : public torch::nn::Module, public Layered {
  public:
   explicit ResNetImpl(const ResNetOptions& options = {});
   torch::Tensor forward(torch::Tensor x);
+  std::vector<Layer> layers() override;
 
   const ResNetOptions& options() const { return options_; }
 

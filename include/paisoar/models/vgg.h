@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "paisoar/models/layer_sequence.h"
+
 namespace paisoar::models {
 
 // In VggOptions::layers: a 2x2 max pool (torchvision's "M").
@@ -41,10 +43,14 @@ struct VggOptions {
 // Initialisation as torchvision: convolutions kaiming_normal_(fan_out, relu)
 // with zero bias, BatchNorm weight 1 and bias 0, Linear normal(0, 0.01) with
 // zero bias; construction order is torchvision's, so seeded weights agree.
-class VggImpl : public torch::nn::Module {
+// Layers (LayerSequence; their names are its regions): features.<i> for each
+// convolution i with the norm, ReLU and pool after it, then classifier.0
+// (average pool, flatten, Linear, ReLU, Dropout), classifier.3, classifier.6.
+class VggImpl : public torch::nn::Module, public Layered {
  public:
   explicit VggImpl(const VggOptions& options = {});
   torch::Tensor forward(torch::Tensor x);
+  std::vector<Layer> layers() override;
 
   const VggOptions& options() const { return options_; }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/models/layer_sequence.h"
+
 namespace paisoar::pipeline {
 
 struct LayerCost {
@@ -34,6 +36,9 @@ struct ProfileOptions {
 // tracking allocator (installed by this call, see paisoar/memory); on CUDA from
 // the caching allocator. Gradients, BatchNorm running statistics and other
 // buffers are restored afterwards. Throws c10::Error naming the layer that fails.
+std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const torch::Tensor& sample,
+                                      const ProfileOptions& options = {});
+// The same over a Sequential's children.
 std::vector<LayerCost> profile_layers(const torch::nn::Sequential& model, const torch::Tensor& sample,
                                       const ProfileOptions& options = {});
 

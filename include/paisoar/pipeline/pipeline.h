@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "paisoar/comm/communicator.h"
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/pipeline/partition.h"
 #include "paisoar/pipeline/schedule.h"
 
@@ -59,8 +60,13 @@ struct PipelineStepStats {
 // DeviceMesh), so data parallelism can run across pipelines.
 class Pipeline {
  public:
-  // Keeps this rank's slice of `model` as cut by `plan` (stage = group->rank()).
-  // Throws c10::Error when the plan's stage count is not group->size().
+  // Keeps this rank's span of `model`'s layers as cut by `plan` (stage =
+  // group->rank()): module() is that span, with the model's parameter names.
+  // Throws c10::Error when the plan's stage count is not group->size() or
+  // its layers are not the model's.
+  Pipeline(const models::LayerSequence& model, const PartitionPlan& plan,
+           std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options = {});
+  // The same over a Sequential's children (layers named by their keys).
   Pipeline(const torch::nn::Sequential& model, const PartitionPlan& plan,
            std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options = {});
   // `stage` is this rank's part of the model, already cut.
@@ -95,7 +101,8 @@ class Pipeline {
   int stage() const { return stage_; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == stages_ - 1; }
-  torch::nn::Sequential module() const { return module_; }
+  // This stage's layers as one module, sharing the model's modules and names.
+  models::LayerRange module() const { return module_; }
   std::vector<torch::Tensor> parameters() const { return module_->parameters(); }
   // This stage's op list (the schedule it runs each step).
   const std::vector<PipelineOp>& ops() const { return ops_; }
@@ -103,12 +110,12 @@ class Pipeline {
   const PipelineStepStats& last_step() const { return stats_; }
 
  private:
-  Pipeline(torch::nn::Sequential stage, int first_layer, int end_layer,
-           std::shared_ptr<comm::Communicator> group, LossFn loss_fn, PipelineOptions options);
+  Pipeline(models::LayerRange stage, int first_layer, int end_layer, std::shared_ptr<comm::Communicator> group,
+           LossFn loss_fn, PipelineOptions options);
   void check_agreement(int first_layer, int end_layer);
   class StepRun;  // one step's state on this stage (pipeline_step.cpp)
 
-  torch::nn::Sequential module_;
+  models::LayerRange module_;
   std::shared_ptr<comm::Communicator> group_;
   LossFn loss_fn_;
   PipelineOptions options_;

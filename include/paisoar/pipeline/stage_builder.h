@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/pipeline/partition.h"
 
 namespace paisoar::pipeline {
@@ -18,6 +19,11 @@ namespace paisoar::pipeline {
 // layers or `stage` is out of range.
 torch::nn::Sequential stage_module(const torch::nn::Sequential& model, const PartitionPlan& plan,
                                    int stage);
+
+// Layers [plan.stages[stage].begin, .end) of `model` as one module keeping
+// the model's parameter names. Throws c10::Error when the plan does not cover
+// model.size() layers or `stage` is out of range.
+models::LayerRange stage_part(const models::LayerSequence& model, const PartitionPlan& plan, int stage);
 
 // make_layer(i) builds layer i of the whole model; only this stage's are built.
 using LayerFactory = std::function<torch::nn::AnyModule(int layer)>;

@@ -21,10 +21,12 @@ namespace paisoar::tensor_parallel {
 // models::Gpt's (transformer.wte.weight holds this rank's rows). wpe and the
 // LayerNorms are replicated. Throws c10::Error naming the sizes when the group
 // size does not divide vocab_size, n_head or 4 * n_embd.
-class ParallelGptImpl : public torch::nn::Module {
+// Layers: models::Gpt's (embed, h.0 .., head), the head gathering the logits.
+class ParallelGptImpl : public torch::nn::Module, public models::Layered {
  public:
   ParallelGptImpl(const models::GptOptions& options, Group group);
   torch::Tensor forward(const torch::Tensor& idx);
+  std::vector<models::Layer> layers() override;
   // The logits of this rank's vocabulary rows only, [B, T, vocab_size / size]
   // (columns [r V/size, (r+1) V/size) of forward's), without the gather:
   // train with vocab_parallel_cross_entropy(logits_shard, targets, group) so

@@ -29,15 +29,21 @@ const char* name_of(AmpDtype v);
 const char* name_of(OnCheckpointError v);
 
 struct ModelConfig {
-  std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, mlp, resnet18, resnet50, vgg16
+  std::string name = "fashion_cnn";  // fashion_cnn, fashion_cnn_bn, mlp, resnet18, resnet50, vgg16, gpt
   int64_t num_classes = 10;
   // mlp: the hidden layers' widths (empty: 512, 256). With parallel.tensor an
-  // even number: each pair is split Megatron-style, one pipeline layer a pair.
+  // even number: each pair is split Megatron-style (column-, then row-parallel).
   std::vector<int64_t> hidden;
+  // gpt (models::GptOptions; the vocabulary is the 256 byte values of
+  // data.format text): blocks, heads, width, and the tokens per sample.
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  int64_t block_size = 128;
 };
 
 struct DataConfig {
-  std::string format = "idx";  // idx (MNIST-style files), folder (ImageFolder), shards
+  std::string format = "idx";  // idx (MNIST-style files), folder (ImageFolder), shards, text (gpt's bytes)
   std::string path = "/usr/share/datasets/fashion-mnist";
   std::string eval_path;       // folder/shards: the evaluation set ("": none)
   int64_t train_limit = 0;     // use the first N training samples (0: all)

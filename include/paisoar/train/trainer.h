@@ -24,6 +24,7 @@
 #include <string>
 
 #include "paisoar/data/dataset.h"
+#include "paisoar/models/layer_sequence.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/run_environment.h"
 
@@ -41,10 +42,12 @@ struct TrainTask {
   std::function<torch::Tensor(const torch::Tensor&)> forward;  // inputs -> logits
   std::shared_ptr<const data::Dataset> train_data;
   std::shared_ptr<const data::Dataset> eval_data;  // may be null: no evaluation
-  // The model as an ordered list of layers sharing task.model's modules:
-  // needed for parallel.pipeline > 1, where each rank trains only its stage's
-  // layers (the zoo sets it; null otherwise).
-  torch::nn::Sequential layers{nullptr};
+  // The model as named layers sharing task.model's modules (its
+  // LayerSequence): a pipeline cuts them into stages, ZeRO stage 3 gathers
+  // one layer's parameters at a time, activation_checkpointing and
+  // amp.fp32_modules match their names. Needed for parallel.pipeline > 1 and
+  // zero.stage 3; the zoo sets it for every reference model.
+  models::LayerSequence layers;
   // (logits, labels) -> scalar loss; default cross entropy.
   std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss;
   // Called on every rank after each optimizer step (and its checkpoint) with

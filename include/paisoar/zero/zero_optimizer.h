@@ -98,6 +98,13 @@ class ZeroOptimizer : public torch::optim::Optimizer {
   void unit_forward_begin(size_t k);
   void unit_forward_end(size_t k);
   void unit_backward_begin(size_t k);
+  // Stage 3: fn(x) between unit_forward_begin and unit_forward_end of every
+  // unit in `units` (in order), its output routed through an identity
+  // function whose backward calls unit_backward_begin for them, so they are
+  // gathered again before fn's backward. A recomputed fn (activation
+  // checkpointing) gathers them again the same way.
+  torch::Tensor run_in_units(const std::vector<size_t>& units, const torch::Tensor& x,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& fn);
 
   // Bytes of parameters, gradients and optimizer state this rank holds now.
   MemoryBytes memory() const;
