@@ -101,16 +101,6 @@ ShardSet join_tensor_shards(std::vector<ShardSet> shards) {
   return out;
 }
 
-zero::detail::ModelNames whole_shapes(zero::detail::ModelNames part,
-                                      const std::map<std::string, ParameterSplit>& splits, int size) {
-  for (size_t i = 0; i < part.params.size(); ++i) {
-    if (const auto it = splits.find(part.params[i]); it != splits.end()) {
-      part.shapes[i][static_cast<size_t>(it->second.dim)] *= size;
-    }
-  }
-  return part;
-}
-
 void cut_tensor_shard(ShardSet& set, const std::map<std::string, ParameterSplit>& splits, int rank, int size) {
   for (const auto& [name, split] : splits) {
     TORCH_CHECK(!set.buffers.count(name), "'", name, "' is a frozen (requires_grad false) tensor-parallel shard, "

@@ -31,11 +31,6 @@ format::Metadata split_metadata(const torch::nn::Module& part);
 // c10::Error naming the parts when they do not hold the same parameters.
 zero::detail::ShardSet join_tensor_shards(std::vector<zero::detail::ShardSet> shards);
 
-// `part`'s names with the whole shapes of its split parameters, for a group
-// of `size` (to match a whole checkpoint's parameters to a split model).
-zero::detail::ModelNames whole_shapes(zero::detail::ModelNames part,
-                                      const std::map<std::string, tensor_parallel::ParameterSplit>& splits, int size);
-
 // Cuts `set` (whole parameters, named as the model whose splits these are)
 // down to tensor rank `rank`'s shards of a group of `size`.
 void cut_tensor_shard(zero::detail::ShardSet& set, const std::map<std::string, tensor_parallel::ParameterSplit>& splits,

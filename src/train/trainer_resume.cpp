@@ -277,13 +277,11 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   try {
     if (newest->whole_model) {
       part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
-      const zero::detail::ModelNames whole = zero::detail::names_of(*state.whole_model);
       if (state.tensor_size > 1) {  // the whole parameters, cut into this rank's tensor-parallel shards
         const auto splits = tensor_parallel::parameter_splits(*state.whole_model);
-        zero::detail::match_names(*part, whole_shapes(whole, splits, state.tensor_size));
         cut_tensor_shard(*part, splits, state.tensor_rank, state.tensor_size);
       }
-      zero::detail::keep_part(*part, whole, zero::detail::names_of(*state.model));
+      zero::detail::keep_part(*part, zero::detail::names_of(*state.model));
       shards = &*part;
     }
     read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);

@@ -225,57 +225,22 @@ void append_part(ShardSet& into, ShardSet part) {
     if (into.dtype.empty()) into.dtype = part.dtype;
   }
   for (const auto& name : part.names) {
-    TORCH_CHECK(!into.params.count(name), "'", part.dir, "' and '", into.dir, "' both hold parameter '", name,
-                "'; they are not parts of one model");
+    if (into.params.count(name)) {
+      // A parameter two stages hold (a tied embedding): the copies train alike, so they are equal.
+      TORCH_CHECK(into.shapes.at(name) == part.shapes.at(name) && torch::equal(into.params.at(name), part.params.at(name)),
+                  "'", part.dir, "' and '", into.dir, "' both hold parameter '", name,
+                  "' with different values; they are not parts of one model");
+      continue;
+    }
     into.names.push_back(name);
     into.shapes[name] = part.shapes.at(name);
     into.params[name] = part.params.at(name);
   }
-  for (auto& [name, fields] : part.elementwise) into.elementwise[name] = std::move(fields);
-  for (auto& [name, fields] : part.scalars) into.scalars[name] = std::move(fields);
+  for (auto& [name, fields] : part.elementwise) into.elementwise.emplace(name, std::move(fields));
+  for (auto& [name, fields] : part.scalars) into.scalars.emplace(name, std::move(fields));
   for (auto& [name, b] : part.buffers) into.buffers[name] = std::move(b);
 }
 
-void match_names(ShardSet& set, const ModelNames& model) {
-  if (set.names == model.params || set.names.size() != model.params.size()) return;
-  for (size_t i = 0; i < set.names.size(); ++i) {
-    if (set.shapes.at(set.names[i]) != model.shapes[i]) return;
-  }
-  // Buffers, both sides sorted by name (a layer's buffers sort alike under
-  // either naming), matched by position when their shapes agree.
-  std::map<std::string, torch::Tensor> buffers;
-  const std::vector<std::pair<std::string, torch::Tensor>> saved_buffers(set.buffers.begin(), set.buffers.end());
-  std::vector<std::pair<std::string, std::vector<int64_t>>> model_buffers = model.buffers;
-  std::sort(model_buffers.begin(), model_buffers.end());
-  if (saved_buffers.size() == model_buffers.size()) {
-    size_t b = 0;
-    for (; b < saved_buffers.size(); ++b) {
-      if (saved_buffers[b].second.sizes().vec() != model_buffers[b].second) break;
-      buffers[model_buffers[b].first] = saved_buffers[b].second;
-    }
-    if (b == saved_buffers.size()) set.buffers = std::move(buffers);
-  }
-  std::cerr << "warning: '" << set.dir << "' names its parameters otherwise than this model ('" << set.names[0]
-            << "' for '" << model.params[0] << "', ...) but holds as many, of the same shapes in the same order; "
-            << "they are matched by position (the zoo builds its zero.stage 3 models as a LayerList, whose names "
-               "differ)"
-            << std::endl;
-  ShardSet renamed;
-  for (size_t i = 0; i < set.names.size(); ++i) {
-    const std::string& from = set.names[i];
-    const std::string& to = model.params[i];
-    renamed.names.push_back(to);
-    renamed.shapes[to] = set.shapes.at(from);
-    renamed.params[to] = set.params.at(from);
-    if (auto it = set.elementwise.find(from); it != set.elementwise.end()) renamed.elementwise[to] = it->second;
-    if (auto it = set.scalars.find(from); it != set.scalars.end()) renamed.scalars[to] = it->second;
-  }
-  set.names = std::move(renamed.names);
-  set.shapes = std::move(renamed.shapes);
-  set.params = std::move(renamed.params);
-  set.elementwise = std::move(renamed.elementwise);
-  set.scalars = std::move(renamed.scalars);
-}
 
 ModelNames names_of(const torch::nn::Module& module) {
   ModelNames model;
@@ -290,8 +255,7 @@ ModelNames names_of(const torch::nn::Module& module) {
   return model;
 }
 
-void keep_part(ShardSet& set, const ModelNames& whole, const ModelNames& part) {
-  match_names(set, whole);
+void keep_part(ShardSet& set, const ModelNames& part) {
   std::vector<std::string> problems;
   for (size_t i = 0; i < part.params.size(); ++i) {
     const auto it = set.shapes.find(part.params[i]);
@@ -331,7 +295,6 @@ format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& mod
   }
   std::vector<size_t> group_sizes;
   for (const auto& g : optimizer.param_groups()) group_sizes.push_back(g.params().size());
-  match_names(set, model);
   return whole_of_shard_set(std::move(set), model, group_sizes, dtype);
 }
 

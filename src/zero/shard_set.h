@@ -43,8 +43,8 @@ ShardSet shard_set_of_whole(const format::TensorFile& whole, const std::vector<s
 
 // Appends `part` (another part of the same model: a pipeline stage's
 // parameters) to `into`: its parameters after into's, its optimizer state
-// and buffers beside. Throws c10::Error naming both sources when a parameter
-// is in both.
+// and buffers beside. A parameter both hold (a tied embedding on two stages)
+// is kept once; throws c10::Error naming both sources when its values differ.
 void append_part(ShardSet& into, ShardSet part);
 
 // A model's trainable parameters (in order, with shapes) and buffers.
@@ -54,18 +54,10 @@ struct ModelNames {
   std::vector<std::pair<std::string, std::vector<int64_t>>> buffers;
 };
 
-// When `set` names its parameters other than `model` does but holds the same
-// number with the same shapes in the same order (the zoo builds a model for
-// ZeRO stage 3 as a LayerList, whose names differ from the plain model's:
-// "hidden0.1.weight" for "hidden.0.weight"), renames them (and the buffers,
-// likewise) to the model's and warns once on stderr. Otherwise leaves it.
-void match_names(ShardSet& set, const ModelNames& model);
-
-// Keeps of `set` (the whole model, named as `whole` or matched to it by
-// position) only what `part` holds: a pipeline stage's parameters, their
+// Keeps of `set` (the whole model, named as `whole`) only what `part` holds: a pipeline stage's parameters, their
 // optimizer state and buffers, in the part's order. Throws c10::Error naming
 // the set when the part holds a parameter the set lacks or shapes differ.
-void keep_part(ShardSet& set, const ModelNames& whole, const ModelNames& part);
+void keep_part(ShardSet& set, const ModelNames& part);
 
 // The trainable parameters (in order) and buffers of `module`.
 ModelNames names_of(const torch::nn::Module& module);
@@ -77,7 +69,7 @@ ModelNames names_of(const torch::nn::Module& module);
 format::TensorFile whole_of_shard_set(ShardSet set, const torch::nn::Module& model,
                                       const torch::optim::Optimizer& optimizer);
 
-// The same, for a model given by its names (after match_names), its
+// The same, for a model given by its names, its
 // optimizer's group sizes and its parameters' dtype.
 format::TensorFile whole_of_shard_set(ShardSet set, const ModelNames& model, const std::vector<size_t>& group_sizes,
                                       torch::ScalarType dtype);

@@ -109,9 +109,6 @@ void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::
 
 
 void detail::load_shard_set(ZeroOptimizer& z, ShardSet set) {
-  detail::ModelNames names{z.param_names(), z.param_shapes(), {}};
-  for (const auto& [name, b] : z.named_buffers()) names.buffers.emplace_back(name, b.sizes().vec());
-  detail::match_names(set, names);
   const std::string& dir = set.dir;
   // Everything is checked before anything changes.
   std::vector<std::string> problems;

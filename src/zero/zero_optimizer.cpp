@@ -91,9 +91,9 @@ std::vector<std::vector<size_t>> ZeroOptimizer::Impl::plan_units() const {
   if (!options_.units.empty()) return units_named();
   if (options_.stage == 3) {
     auto* layers = dynamic_cast<LayerListImpl*>(model_.get());
-    TORCH_CHECK(layers, "ZeRO stage 3 needs the model as a paisoar::zero::LayerList (one unit per layer, "
-                "gathered around its forward and backward) or ZeroOptions::units; wrap your layers "
-                "in one, or use stage 2");
+    TORCH_CHECK(layers, "ZeRO stage 3 needs its units (each gathered around its forward and backward): "
+                "ZeroOptions::units (GatherRegions::units_of for a model described as layers, a "
+                "models::LayerSequence) or the model as a paisoar::zero::LayerList; or use stage 2");
     // Each layer's parameters, matched to the model's by identity.
     std::vector<std::vector<size_t>> units;
     std::vector<char> taken(params_.size(), 0);
