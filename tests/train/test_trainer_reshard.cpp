@@ -47,7 +47,7 @@ struct Layout {
 train::TrainConfig reshard_config(const std::string& run_dir, const Layout& layout) {
   auto c = small_config();
   c.run_dir = run_dir;
-  c.model.name = "mlp";  // a LayerList too, so every ZeRO stage can hold it
+  c.model.name = "mlp";
   c.memory.predict = false;  // its probe's forward would be recorded as a step's input (InputsSeen)
   c.optimizer.name = "adamw";
   c.optimizer.lr = 0.002;
@@ -187,10 +187,9 @@ TEST(TrainerReshard, DdpResumesUnderZeroTwoOnFourRanks) { expect_resume_continue
 
 TEST(TrainerReshard, ZeroThreeResumesWithoutZeroOnOneRank) { expect_resume_continues({2, 3}, {1, 0}, 5e-5); }
 
-// The pipeline's stages are the model's layers as a Sequential
-// ("conv1.0.weight"), the plain model names them "conv1.weight": they are
-// matched by position. The uninterrupted reference runs without a pipeline
-// (the pipeline trains the same numbers: test_trainer_parallel).
+// A pipeline's stages keep the model's parameter names: its parts join into
+// the whole model. The uninterrupted reference runs without a pipeline (the
+// pipeline trains the same numbers: test_layout_matrix).
 TEST(TrainerReshard, TwoStagePipelineResumesWithoutOne) {
   expect_resume_continues({2, 0, 2}, {1, 0}, 1e-4, Layout{1, 0});
 }
@@ -219,6 +218,24 @@ TEST(TrainerReshard, DdpResumesAsTensorParallel) {
 
 TEST(TrainerReshard, TwoStagesOfTwoShardsResumeAsFourShards) {
   expect_resume_continues({4, 0, 2, 2}, {4, 0, 1, 4}, 1e-4, Layout{1, 0});
+}
+
+// Composed layouts, both ways: DDP into ZeRO-3 inside a 2-stage pipeline
+// over 2 data ranks, and 2 stages x 2 tensor shards out into one rank.
+TEST(TrainerReshard, DdpResumesAsZeroThreeInATwoStagePipeline) {
+  expect_resume_continues({2, 0}, {4, 3, 2}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, TwoStagesOfTwoShardsResumeOnOneRank) {
+  expect_resume_continues({4, 0, 2, 2}, {1, 0}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, TensorTwoByDataTwoResumesAsDdpOnFour) {
+  expect_resume_continues({4, 0, 1, 2}, {4, 0}, 1e-4, Layout{1, 0});
+}
+
+TEST(TrainerReshard, ZeroThreeInAPipelineResumesAsTensorParallel) {
+  expect_resume_continues({4, 3, 2}, {2, 1, 1, 2}, 1e-4, Layout{1, 0});
 }
 
 // Each stage reads only its own part: a damaged part of stage 1 must make
