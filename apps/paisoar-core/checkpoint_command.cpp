@@ -185,7 +185,9 @@ int inspect(const std::string& path, const std::string& config_path) {
 Command add_checkpoint_command(CLI::App& app) {
   struct Args {
     std::string path, config, target;
-    int ranks = 1, zero_stage = 0;
+    int ranks = 1;
+    int zero_stage = -1;  // -1: as in the checkpoint's config (or --set)
+    std::vector<std::string> sets;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("checkpoint", "check a Trainer checkpoint against its manifest, describe it, or "
@@ -203,22 +205,33 @@ Command add_checkpoint_command(CLI::App& app) {
       ->check(CLI::ExistingPath);
   inspect_cmd->add_option("--config", a->config, "a config file to compare the checkpoint's with")
       ->check(CLI::ExistingFile);
-  auto* reshard_cmd = cmd->add_subcommand("reshard", "the newest checkpoint rewritten for another number of ranks "
-                                                     "or ZeRO stage (a resume does this by itself)");
+  auto* reshard_cmd = cmd->add_subcommand("reshard", "the newest checkpoint rewritten for another layout (ranks, "
+                                                     "parallel.*, zero.stage), as a resume there would hold it (a "
+                                                     "resume does this by itself)");
   reshard_cmd->add_option("source", a->path, "a checkpoint.dir")->required()->check(CLI::ExistingDirectory);
   reshard_cmd->add_option("target", a->target, "a new or empty directory, the new checkpoint.dir")->required();
-  reshard_cmd->add_option("--ranks", a->ranks, "the number of ranks it is for")
+  reshard_cmd->add_option("--ranks", a->ranks, "the number of ranks it is for (they run as threads here)")
       ->required()
-      ->check(CLI::Range(1, 1 << 20));
-  reshard_cmd->add_option("--zero_stage", a->zero_stage, "0: the whole model in the step file; 1-3: one shard file "
-                                                         "per rank")
-      ->check(CLI::Range(0, 3));
+      ->check(CLI::Range(1, 256));
+  reshard_cmd->add_option("--zero_stage", a->zero_stage, "the same as --set zero.stage=N")->check(CLI::Range(0, 3));
+  reshard_cmd->add_option("--set", a->sets, "KEY=VALUE: the target's layout (parallel.*, zero.stage; none unless "
+                                            "set) or any other key over the checkpoint's own config (repeatable)");
   return [a, verify_cmd, reshard_cmd](int, char**) {
     if (verify_cmd->parsed()) return verify(a->path);
     if (reshard_cmd->parsed()) {
-      const std::string written = train::reshard_checkpoint(a->path, a->target, a->ranks, a->zero_stage);
-      std::printf("paisoar checkpoint reshard: %s -> %s (%d rank(s), zero.stage %d)\n", a->path.c_str(),
-                  written.c_str(), a->ranks, a->zero_stage);
+      std::vector<std::string> sets = a->sets;
+      if (a->zero_stage >= 0) sets.push_back("zero.stage=" + std::to_string(a->zero_stage));
+      std::string changes;
+      for (const auto& s : sets) changes += (changes.empty() ? "" : ", ") + s;
+      std::string written;
+      try {
+        written = train::reshard_checkpoint(a->path, a->target, sets, a->ranks);
+      } catch (const train::ConfigError& e) {
+        std::cerr << "paisoar checkpoint reshard: " << paisoar::error_text(e) << "\n";
+        return 2;
+      }
+      std::printf("paisoar checkpoint reshard: %s -> %s (%d rank(s)%s%s)\n", a->path.c_str(), written.c_str(),
+                  a->ranks, changes.empty() ? "" : ", ", changes.c_str());
       return 0;
     }
     return inspect(a->path, a->config);

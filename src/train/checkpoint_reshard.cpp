@@ -1,17 +1,26 @@
 // reshard_checkpoint: a Trainer checkpoint rewritten offline for another
-// number of ranks or ZeRO stage, through the same meeting point a resume
-// uses (zero::detail::ShardSet): the source's model state as whole
-// parameters by name, cut again for the target layout.
+// layout by the online resume itself: the target's ranks run as threads in
+// this process, each resuming the source as a Trainer would and writing what
+// it then holds, so the offline checkpoint is what an online resume holds.
 #include "src/train/trainer_checkpoint.h"
 
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
-#include <random>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
 
-#include "paisoar/checkpoint/file_manifest.h"
+#include "paisoar/comm/communicator.h"
+#include "paisoar/comm/store.h"
+#include "paisoar/error.h"
 #include "paisoar/format/safetensors.h"
-#include "src/util/json_text.h"
+#include "paisoar/train/config_schema.h"
+#include "paisoar/train/trainer.h"
+#include "paisoar/train/zoo.h"
 
 namespace paisoar::train {
 
@@ -21,78 +30,76 @@ std::string step_dir_name(const std::string& kind, int64_t step) {
   return name;
 }
 
-std::string reshard_checkpoint(const std::string& source, const std::string& target, int ranks, int zero_stage) {
+std::string reshard_checkpoint(const std::string& source, const std::string& target,
+                               const std::vector<std::string>& overrides, int world) {
   format::FileSystem& files_on = *format::local_file_system();
-  TORCH_CHECK(ranks >= 1, "reshard: --ranks is ", ranks, "; give 1 or more");
-  TORCH_CHECK(zero_stage >= 0 && zero_stage <= 3, "reshard: --zero_stage is ", zero_stage, "; give 0, 1, 2 or 3");
+  TORCH_CHECK_VALUE(world >= 1, "reshard: --ranks is ", world, "; give 1 or more");
   const format::FileKind there = files_on.status(target).kind;
   TORCH_CHECK(there == format::FileKind::Missing || (there == format::FileKind::Directory && files_on.list(target).empty()),
-              "reshard: '",
-              target, "' exists and is not an empty directory; give a new one (nothing in it is overwritten)");
+              "reshard: '", target, "' exists and is not an empty directory; give a new one (nothing in it is "
+              "overwritten)");
   checkpoint::CheckpointOptions reader;
   reader.dir = source;
   reader.rank = 1;  // reads only
-  const auto newest = newest_checkpoint(checkpoint::CheckpointManager(reader), "", "", nullptr);
-  TORCH_CHECK(newest.has_value(), "reshard: '", source, "' holds no checkpoint (step-<12 digits>.safetensors)");
-  const format::TensorFile& step_file = newest->step_file.checkpoint;
-  const int64_t step = newest->step_file.step;
-  zero::detail::ShardSet set = newest->shards ? *newest->shards : zero::detail::shard_set_of_whole(step_file, {});
+  const checkpoint::CheckpointManager manager(reader);
+  const auto files = manager.list();
+  TORCH_CHECK(!files.empty(), "reshard: '", source, "' holds no checkpoint (step-<12 digits>.safetensors)");
+  const format::TensorFile newest = format::load_safetensors(files_on, files.back().path);
+  const auto saved = newest.metadata.find("train.config");
+  TORCH_CHECK(saved != newest.metadata.end(), "reshard: '", files.back().path, "' has no 'train.config' in its "
+              "metadata: it was not written by paisoar's Trainer");
 
-  // The step file's own state (RNG, schedule, scaler) and metadata, without
-  // the model state's and its layout's.
-  format::TensorFile out;
-  for (const auto& [name, t] : step_file.tensors) {
-    if (name.rfind("model.", 0) != 0 && name.rfind("optim.", 0) != 0) out.tensors[name] = t;
-  }
-  for (const auto& [key, value] : step_file.metadata) {
-    const bool layout = key.rfind("optim.", 0) == 0 || key.rfind("paisoar.", 0) == 0 || key == kShardKey ||
-                        key == kPartsKey || key == kPartLayoutKey || key == kBoundsKey || key == checkpoint::kFilesKey;
-    if (!layout) out.metadata[key] = value;
-  }
-  out.metadata["train.world"] = std::to_string(ranks);
-  out.metadata["train.zero_stage"] = std::to_string(zero_stage);
-  out.metadata["train.resharded_from"] = newest->step_file.checkpoint.source;
+  // The run that wrote it, in the layout asked for (the layout keys start from
+  // their defaults: no parallelism, no ZeRO), resuming from `source`.
+  TrainConfig config;
+  ConfigSchema schema = schema_for(config);
+  schema.load_yaml(saved->second, files.back().path + " (its train.config)");
+  const TrainConfig defaults;
+  config.parallel = defaults.parallel;
+  config.zero.stage = defaults.zero.stage;
+  config.train.grad_accumulation = defaults.train.grad_accumulation;
+  for (const auto& o : overrides) schema.set(o);
+  // The runs' reports (metrics.jsonl) go to a scratch directory, removed after.
+  std::string scratch = (std::filesystem::temp_directory_path() / "paisoar-reshard-XXXXXX").string();
+  TORCH_CHECK(::mkdtemp(scratch.data()) != nullptr, "reshard: cannot make a scratch directory under ",
+              std::filesystem::temp_directory_path().string(), ": ", std::strerror(errno));
+  config.run_dir = scratch;
+  config.checkpoint.dir = source;
+  config.checkpoint.resume = true;
+  config.logging.tensorboard = "";
+  config.profiler.enabled = false;
+  config.profiler.memory = false;
+  config.memory.predict = false;
+  validate(config, world);
+  check_reference_layout(config);
 
-  files_on.create_directories(target);
-  std::vector<checkpoint::FileEntry> files;
-  if (zero_stage == 0) {
-    // One optimizer group over every parameter, as the Trainer builds it;
-    // with several, which parameter was in which is not recorded.
-    const auto groups = set.metadata.find("optim.groups");
-    size_t group_count = 0;
-    try {
-      if (groups != set.metadata.end()) group_count = util::parse_json_text(groups->second).size();
-    } catch (const util::JsonTextError&) {
-    }
-    TORCH_CHECK(group_count == 1, "reshard: '", source, "' holds an optimizer with ", group_count,
-                " parameter groups; only one (the Trainer's) can be cut into a whole-model checkpoint: reshard it "
-                "to a ZeRO stage instead");
-    const format::TensorFile whole = zero::detail::whole_of_shard_set(
-        set, zero::detail::names_of(set), {set.names.size()}, zero::detail::dtype_of(set));
-    for (const auto& [name, t] : whole.tensors) out.tensors[name] = t;
-    for (const auto& [key, value] : whole.metadata) out.metadata[key] = value;
-  } else {
-    const std::string dir = step_dir_name("zero", step);
-    std::random_device rd;
-    const int64_t run = static_cast<int64_t>(((static_cast<uint64_t>(rd()) << 32) | rd()) >> 1);
-    const auto shards = zero::detail::shard_files_of(set, ranks, zero_stage, run);
-    files_on.create_directories(target + "/" + dir);
-    for (int r = 0; r < ranks; ++r) {
-      auto& shard = shards[static_cast<size_t>(r)];
-      format::Metadata metadata = shard.metadata;
-      metadata["train.step"] = std::to_string(step);
-      format::save_safetensors(files_on, target + "/" + dir + "/" + zero::detail::shard_file_name(r, ranks), shard.tensors,
-                               metadata);
-    }
-    out.metadata[kShardKey] = dir;
-    files = checkpoint::describe_files(files_on, target, dir);
+  std::vector<std::string> written(static_cast<size_t>(world));
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::mutex build;  // make_task seeds torch's global generator
+  comm::Store store = comm::Store::hash();
+  comm::CommOptions options;
+  options.backend = comm::Backend::Threads;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        Trainer trainer(config, comm::Communicator::create(store, r, world, options));
+        TrainTask task;
+        {
+          std::lock_guard<std::mutex> lock(build);
+          task = make_task(config, trainer.tensor_group());
+        }
+        written[static_cast<size_t>(r)] = trainer.reshard(task, target);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = error_text(e);
+      }
+    });
   }
-  out.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
-  checkpoint::CheckpointOptions writer;
-  writer.dir = target;
-  checkpoint::CheckpointManager(writer).save(step, out);  // last, atomically: the commit
-  const std::string& written = newest->step_file.checkpoint.source;
-  return target + written.substr(written.rfind('/'));
+  for (auto& t : ranks) t.join();
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
+  for (const auto& e : errors) TORCH_CHECK(e.empty(), "reshard: ", e);
+  return written[0];
 }
 
 }  // namespace paisoar::train

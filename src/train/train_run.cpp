@@ -101,6 +101,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   // The collective parts, in the order every rank runs their collectives:
   checkpoint::CheckpointOptions checkpoints = plan_.checkpoint;
   checkpoints.file_system = env.checkpoint_files;
+  if (env.checkpoints_read_only) checkpoints.rank = -1;  // every rank reads; none writes or locks
   checkpoints_.emplace(open_checkpoints(checkpoints, world_));  // 1. rank 0's directory check, agreed
   if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
   if (config.checkpoint.resume) {  // 3. the checkpoint every rank can use
@@ -348,6 +349,21 @@ bool TrainRun::save(int64_t step) {
     save_checkpoint(*checkpoints_, checkpoint_comm_, config_.checkpoint.on_error, snapshot);
   });
   return true;
+}
+
+std::string TrainRun::save_as(const std::string& target_dir) {
+  checkpoint::CheckpointOptions options = plan_.checkpoint;
+  options.dir = target_dir;
+  options.rank = place_.rank;
+  options.file_system = checkpoints_->options().file_system;
+  checkpoint::CheckpointManager target = open_checkpoints(options, world_);  // collective
+  RunProgress progress;  // as resumed: the loader's place and the epoch's running loss (the same on every rank)
+  progress.loader = start_.loader;
+  progress.epoch_loss_sum = start_.epoch_loss_sum;
+  progress.epoch_steps = start_.epoch_steps;
+  const SaveSnapshot snapshot = capture_save(state_, start_.step, progress, batch_shape(), config_text_);
+  save_checkpoint(target, world_, OnCheckpointError::Stop, snapshot);
+  return target.path_for(start_.step);
 }
 
 BatchShape TrainRun::batch_shape() const {

@@ -96,6 +96,11 @@ class TrainRun {
   // One evaluation pass (collective); null without task.eval_data.
   std::function<double()> evaluation();
 
+  // Collective: the state the run started from (start()) written to
+  // `target_dir` as a checkpoint of this layout at the same step (a new
+  // CheckpointManager there). Returns the step file written.
+  std::string save_as(const std::string& target_dir);
+
   // Collective, once, after the last step: the final checkpoint (unless that
   // step's was written), any evaluation still owed, the end-of-run reports,
   // the synchroniser's finish and the summary line.

@@ -30,6 +30,17 @@ std::shared_ptr<comm::Communicator> Trainer::tensor_group() const {
   return mesh_ ? mesh_->tensor_group() : nullptr;
 }
 
+std::string Trainer::reshard(const TrainTask& task, const std::string& target_dir) {
+  TORCH_CHECK_VALUE(config_.checkpoint.resume, "Trainer::reshard: checkpoint.resume is off; it reads the newest "
+                    "checkpoint of checkpoint.dir");
+  RunEnvironment reading = run_;
+  reading.checkpoints_read_only = true;  // the source is never changed, not even its lock file
+  TrainRun run(config_, task, comm_, mesh_.get(), reading);  // collective: resumed into this layout
+  TORCH_CHECK(!run.start().path.empty(), "reshard: checkpoint.dir '", run.plan().checkpoint.dir,
+              "' holds no checkpoint (step-<12 digits>.safetensors) to reshard");
+  return run.save_as(target_dir);
+}
+
 TrainResult Trainer::fit(const TrainTask& task) {
   TrainRun run(config_, task, comm_, mesh_.get(), run_);  // collective: every part built, resumed
   const RunPlan& plan = run.plan();

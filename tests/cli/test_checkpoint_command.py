@@ -148,7 +148,7 @@ def resume_on_one_rank(paisoar, checkpoint_dir, run_dir):
                    "--set", "data.eval_limit=64", "--set", "checkpoint.every_steps=0", timeout=600)
 
 
-@pytest.mark.parametrize("ranks, stage", [(1, 0), (3, 3)])
+@pytest.mark.parametrize("ranks, stage", [(1, 0), (4, 3)])
 def test_reshard_writes_a_checkpoint_that_resumes_the_same(paisoar, checkpoints, tmp_path, ranks, stage):
     # The step-2 checkpoint alone, so both runs resume from it and train steps 3 and 4.
     source = copy(checkpoints, tmp_path)
@@ -157,7 +157,7 @@ def test_reshard_writes_a_checkpoint_that_resumes_the_same(paisoar, checkpoints,
     before = snapshot(source)
     target = tmp_path / "resharded"
     r = paisoar("checkpoint", "reshard", source, target, "--ranks", ranks, "--zero_stage", stage)
-    assert r.code == 0 and f"({ranks} rank(s), zero.stage {stage})" in r.out, r
+    assert r.code == 0 and f"({ranks} rank(s), zero.stage={stage})" in r.out, r
     assert snapshot(source) == before
     r = paisoar("checkpoint", "verify", target)
     assert r.code == 0 and "step-000000000002.safetensors: OK" in r.out, r
@@ -170,6 +170,13 @@ def test_reshard_writes_a_checkpoint_that_resumes_the_same(paisoar, checkpoints,
     assert "at step 2" in b.out + b.err, b
     want, got = losses(tmp_path / "from_source"), losses(tmp_path / "from_resharded")
     assert sorted(want) == [3, 4] and got == want, (want, got)
+
+
+def test_reshard_refuses_a_layout_the_run_cannot_take(paisoar, checkpoints, tmp_path):
+    # 128 samples a step do not split over 3 ranks: the run could not resume there, so neither does reshard.
+    r = paisoar("checkpoint", "reshard", checkpoints, tmp_path / "out", "--ranks", "3")
+    assert r.code == 2 and "train.batch_size" in r.err and "multiple of 3" in r.err, r
+    assert not (tmp_path / "out").exists()
 
 
 def test_reshard_refuses_a_target_that_holds_files(paisoar, checkpoints, tmp_path):

@@ -19,7 +19,7 @@ struct CheckpointOptions {
   std::string dir;           // created if missing; must be writable on rank 0
   int64_t every_steps = 0;   // due(step) every this many steps; 0: never due
   int64_t keep_last = 3;     // files kept after each save; <= 0 keeps all
-  int rank = 0;              // only rank 0 writes and prunes; every rank can load
+  int rank = 0;              // only rank 0 writes and prunes; every rank can load (-1: a reader only)
   // Where the files live; null: format::local_file_system().
   std::shared_ptr<format::FileSystem> file_system;
 };
@@ -71,8 +71,10 @@ class CheckpointManager {
   // The file system every file of these checkpoints goes through.
   format::FileSystem& file_system() const { return *options_.file_system; }
 
- private:
+  // Where step `step`'s step file is (or would be) in the directory.
   std::string path_for(int64_t step) const;
+
+ private:
   void prune() const;
 
   CheckpointOptions options_;

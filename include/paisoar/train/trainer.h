@@ -110,6 +110,15 @@ class Trainer {
   // Collective: every rank calls it with the same model architecture.
   TrainResult fit(const TrainTask& task);
 
+  // Collective: the newest checkpoint in checkpoint.dir restored into this
+  // run's layout exactly as fit() resumes it (resharded from whatever layout
+  // wrote it), then written to the new or empty directory `target_dir` as a
+  // checkpoint of this layout at the same step, without a training step.
+  // `paisoar checkpoint reshard` runs it on thread-ranks. Returns the step
+  // file written. Throws c10::Error when checkpoint.dir holds no checkpoint
+  // or `target_dir` cannot be written; the source is never changed.
+  std::string reshard(const TrainTask& task, const std::string& target_dir);
+
   const TrainConfig& config() const { return config_; }
   // The group a tensor-parallel model splits its layers over (make_task's
   // argument); null without model parallelism.
