@@ -16,13 +16,16 @@
 namespace paisoar::app {
 namespace {
 
-// Bytes per parameter one rank holds at rest with fp32 AdamW (docs/ZERO.md).
+// Bytes per parameter (of its stage, in a pipeline) one rank holds at rest
+// with fp32 AdamW (docs/ZERO.md), over n data ranks.
 double formula(const std::string& mode, double n) {
   if (mode == "zero1") return 4 + 4 + 8 / n;
   if (mode == "zero2") return 4 + 12 / n;
-  if (mode == "zero3") return 16 / n;
+  if (mode == "zero3" || mode == "zero3_pp2") return 16 / n;
   return 16;
 }
+
+bool pipelined(const std::string& mode) { return mode.find("_pp2") != std::string::npos; }
 
 double max_over_ranks(const nlohmann::json& ranks, const std::string& field) {
   double m = 0;
@@ -36,9 +39,10 @@ double mib(double bytes) { return bytes / 1048576.0; }
 
 void add_zero_memory_options(CLI::App& cmd, ZeroMemoryBenchOptions& o) {
   cmd.add_option("--nproc", o.nproc, "ZeRO section: ranks (processes)")->check(CLI::Range(1, 64));
-  cmd.add_option("--zero-modes", o.modes, "ZeRO section: ddp, zero1, zero2, zero3")
+  cmd.add_option("--zero-modes", o.modes, "ZeRO section: ddp, zero1, zero2, zero3, ddp_pp2, zero3_pp2 (a 2-stage "
+                                          "pipeline over --nproc data ranks: 2 x --nproc processes)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3"}));
+      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3", "ddp_pp2", "zero3_pp2"}));
   cmd.add_option("--zero-vocab", o.run.vocab, "ZeRO section: GPT vocabulary")->check(CLI::Range(2, 1 << 20));
   cmd.add_option("--zero-layers", o.run.layers, "ZeRO section: GPT blocks")->check(CLI::Range(1, 1000));
   cmd.add_option("--zero-embd", o.run.embd, "ZeRO section: GPT width (divisible by --zero-heads)")
@@ -75,12 +79,14 @@ nlohmann::json zero_memory_section(const ZeroMemoryBenchOptions& o) {
     run.mode = mode;
     std::vector<std::string> cmd = {self_executable(), "bench", "zero-memory-worker"};
     for (auto& flag : bench::zero_memory_run_flags(run)) cmd.push_back(flag);
-    section["modes"][mode] = bench::run_json_child(launch_argv(o.nproc, cmd), mode + " ranks");
+    section["modes"][mode] = bench::run_json_child(launch_argv(pipelined(mode) ? 2 * o.nproc : o.nproc, cmd),
+                                                   mode + " ranks");
   }
   const double n_params = section["modes"][o.modes.front()]["params"].get<double>();
   section["params"] = n_params;
-  std::printf("%.1fM parameters; per rank (rank 0's bytes; peaks: the larger rank's):\n", n_params / 1e6);
-  std::printf("  %-6s %9s %9s %9s %9s %8s %8s %10s %10s %9s\n", "mode", "params", "grads", "optim", "total",
+  std::printf("%.1fM parameters; per rank (rank 0's bytes, per parameter of the part it holds: the whole "
+              "model, or its pipeline stage; peaks: the largest rank's):\n", n_params / 1e6);
+  std::printf("  %-9s %9s %9s %9s %9s %8s %8s %10s %10s %9s\n", "mode", "params", "grads", "optim", "total",
               "B/param", "formula", "step peak", "VmHWM", "step ms");
   const auto& ddp_losses = section["modes"].contains("ddp") ? section["modes"]["ddp"]["losses"] : nlohmann::json();
   for (const auto& mode : o.modes) {
@@ -88,7 +94,8 @@ nlohmann::json zero_memory_section(const ZeroMemoryBenchOptions& o) {
     const auto& r0 = m["ranks"][0];
     const double total = r0["param_bytes"].get<double>() + r0["grad_bytes"].get<double>() +
                          r0["optimizer_state_bytes"].get<double>();
-    m["bytes_per_param"] = total / n_params;
+    const double held = r0["held_params"].get<double>();
+    m["bytes_per_param"] = total / held;
     m["formula_bytes_per_param"] = formula(mode, o.nproc);
     if (ddp_losses.is_array()) {
       double diff = 0;
@@ -97,9 +104,9 @@ nlohmann::json zero_memory_section(const ZeroMemoryBenchOptions& o) {
       }
       m["max_loss_diff_vs_ddp"] = diff;
     }
-    std::printf("  %-6s %9.1f %9.1f %9.1f %9.1f %8.3f %8.3f %10.1f %10.1f %9.0f\n", mode.c_str(),
+    std::printf("  %-9s %9.1f %9.1f %9.1f %9.1f %8.3f %8.3f %10.1f %10.1f %9.0f\n", mode.c_str(),
                 mib(r0["param_bytes"].get<double>()), mib(r0["grad_bytes"].get<double>()),
-                mib(r0["optimizer_state_bytes"].get<double>()), mib(total), total / n_params,
+                mib(r0["optimizer_state_bytes"].get<double>()), mib(total), total / held,
                 formula(mode, o.nproc), mib(max_over_ranks(m["ranks"], "step_peak_bytes")),
                 mib(max_over_ranks(m["ranks"], "peak_rss_bytes")), r0["step_ms"].get<double>());
   }

@@ -1,6 +1,8 @@
 // The ZeRO section of `paisoar bench memory` (issue #7): per-rank memory and
 // step time of a ~100M-parameter GPT trained with AdamW by `nproc` rank
-// processes under plain DDP and ZeRO stages 1, 2 and 3, against ZeRO's
+// processes under plain DDP and ZeRO stages 1, 2 and 3, and by 2 x `nproc`
+// ranks as a 2-stage pipeline over `nproc` data ranks under DDP and ZeRO-3
+// (each rank's bytes per parameter of its stage), against ZeRO's
 // bytes-per-parameter formulas (docs/ZERO.md).
 #pragma once
 
@@ -17,7 +19,7 @@ namespace paisoar::app {
 struct ZeroMemoryBenchOptions {
   bench::ZeroMemoryRun run;  // its mode is set per configuration
   int nproc = 2;
-  std::vector<std::string> modes = {"ddp", "zero1", "zero2", "zero3"};
+  std::vector<std::string> modes = {"ddp", "zero1", "zero2", "zero3", "ddp_pp2", "zero3_pp2"};
 };
 
 // Registers the section's --zero-* and --nproc options on `cmd`.

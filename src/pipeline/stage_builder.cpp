@@ -3,6 +3,12 @@
 
 #include <c10/util/Exception.h>
 
+#include <torch/torch.h>
+
+#include <unordered_set>
+
+#include "src/util/storage_release.h"
+
 namespace paisoar::pipeline {
 namespace {
 
@@ -34,6 +40,19 @@ models::LayerRange stage_part(const models::LayerSequence& model, const Partitio
               " layers but the model has ", model.size(),
               "; make the plan from this model's layers (profile_layers or one cost per layer)");
   return model.part(static_cast<size_t>(range.begin), static_cast<size_t>(range.end));
+}
+
+void release_other_stages(const models::LayerSequence& model, const models::LayerRange& stage) {
+  std::unordered_set<const void*> kept;
+  for (const auto& p : stage->parameters()) kept.insert(p.storage().unsafeGetStorageImpl());
+  for (const auto& b : stage->buffers()) kept.insert(b.storage().unsafeGetStorageImpl());
+  torch::NoGradGuard no_grad;
+  for (const auto& t : model.model()->parameters()) {
+    if (!kept.count(t.storage().unsafeGetStorageImpl())) ::paisoar::detail::release_storage(t);
+  }
+  for (const auto& t : model.model()->buffers()) {
+    if (t.defined() && !kept.count(t.storage().unsafeGetStorageImpl())) ::paisoar::detail::release_storage(t);
+  }
 }
 
 torch::nn::Sequential build_stage(const LayerFactory& make_layer, const PartitionPlan& plan, int stage) {

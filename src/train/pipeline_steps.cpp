@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "paisoar/hybrid/stage_sync.h"
+#include "paisoar/pipeline/stage_builder.h"
 #include "src/train/stage_plan.h"
 
 namespace paisoar::train {
@@ -26,6 +27,7 @@ PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, i
         return scaler.scale(loss(out, y));
       },
       options);
+  pipeline::release_other_stages(task.layers, pipe_->module());  // a stage holds its own layers only
   layout_.stage = pipe_->stage();
   layout_.stages = static_cast<int>(config.parallel.pipeline);
   layout_.micro_batches = options.micro_batches;

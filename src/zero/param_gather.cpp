@@ -6,22 +6,11 @@
 #include <torch/torch.h>
 
 #include "paisoar/comm/communicator.h"
+#include "src/util/storage_release.h"
 #include "src/zero/zero_impl.h"
 
 namespace paisoar::zero {
 namespace {
-
-void free_storage(const torch::Tensor& t) {
-  auto* s = t.storage().unsafeGetStorageImpl();
-  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
-  s->set_nbytes(0);
-}
-
-void alloc_storage(const torch::Tensor& t, size_t nbytes) {
-  auto* s = t.storage().unsafeGetStorageImpl();
-  s->set_data_ptr_noswap(s->allocator()->allocate(nbytes));
-  s->set_nbytes(nbytes);
-}
 
 // Identity in forward; its backward runs just before the layer's own backward
 // nodes (they consume its output gradient), so it re-gathers the layer there
@@ -47,7 +36,7 @@ void ZeroOptimizer::Impl::gather_async(size_t u) {
   auto& unit = units_[u];
   if (unit.gathered || unit.gathering) return;
   torch::NoGradGuard no_grad;
-  alloc_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
+  ::paisoar::detail::allocate_storage(unit.full, static_cast<size_t>(unit.full.numel()) * unit.full.element_size());
   torch::Tensor mine = own_chunk(unit.full);
   mine.copy_(unit.master);  // rounded once for bf16/fp16 models
   unit.gather_work = comm_->allgather_into(unit.full, mine);
@@ -68,7 +57,7 @@ void ZeroOptimizer::Impl::free_params(size_t u) {
   auto& unit = units_[u];
   if (unit.gathering) wait_gathered(u);  // peers still send into it until the gather is done
   if (!unit.gathered) return;
-  free_storage(unit.full);
+  ::paisoar::detail::release_storage(unit.full);
   unit.gathered = false;
 }
 

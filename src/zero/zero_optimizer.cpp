@@ -268,6 +268,11 @@ torch::Tensor ZeroOptimizer::step(LossClosure closure) {
   torch::Tensor loss;
   if (closure) loss = closure();
   auto& inner = *impl_->inner_;
+  for (const auto& s : impl_->shard_) {
+    TORCH_CHECK(s.tensor.grad().defined(), "ZeroOptimizer::step: the shard's gradient of '", s.name,
+                "' was set to None (torch::optim::Optimizer::zero_grad, called through a base-class reference, "
+                "is not ZeroOptimizer's); call ZeroOptimizer::zero_grad() on the ZeroOptimizer itself");
+  }
   // LR schedules and users change this optimizer's groups; the inner one follows.
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     inner.param_groups()[g].set_options(param_groups_[g].options().clone());

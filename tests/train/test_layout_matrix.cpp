@@ -176,7 +176,11 @@ std::vector<Trained> train_layout(const train::TrainConfig& c, int world, std::s
       t.tensor_size = group->size();
     }
     t.final_loss = trainer.fit(task).final_loss;
-    for (const auto& p : task.model->named_parameters()) t.trained[p.key()] = p.value().detach().clone();
+    for (const auto& p : task.model->named_parameters()) {
+      // Another stage's parameter holds no memory on this rank: it is untrained here.
+      const bool released = p.value().storage().nbytes() == 0;
+      t.trained[p.key()] = released ? t.initial.at(p.key()) : p.value().detach().clone();
+    }
   });
   return out;
 }

@@ -256,3 +256,38 @@ TEST(TrainerParallelConfig, ModelsThatCannotBeSplitAreRefusedOnEveryRank) {
 
 }  // namespace
 }  // namespace paisoar
+
+namespace paisoar {
+namespace {
+
+// Every rank builds the whole model, then keeps its stage's layers only: the
+// other stages' parameters hold no memory, and the stages together hold the
+// model once.
+TEST(TrainerParallelMemory, AStageHoldsOnlyItsOwnLayers) {
+  auto c = parallel_config("mlp");
+  c.parallel.pipeline = 2;
+  c.parallel.micro_batches = 2;
+  c.train.max_steps = 2;
+  std::vector<int64_t> held(2, 0);
+  int64_t whole = 0;
+  paisoar::testing::run_ranks(2, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(c, comm);
+    train::TrainTask task;
+    {
+      static std::mutex build;
+      std::lock_guard<std::mutex> lock(build);
+      task = paisoar::testing::synthetic_task(c, trainer.tensor_group());
+    }
+    int64_t all = 0;
+    for (const auto& p : task.model->parameters()) all += p.numel() * p.element_size();
+    trainer.fit(task);
+    for (const auto& p : task.model->parameters()) held[static_cast<size_t>(rank)] += p.storage().nbytes();
+    if (rank == 0) whole = all;
+  });
+  EXPECT_GT(held[0], 0);
+  EXPECT_GT(held[1], 0);
+  EXPECT_EQ(held[0] + held[1], whole);
+}
+
+}  // namespace
+}  // namespace paisoar

@@ -118,7 +118,12 @@ inline std::vector<RankRun> train_ranks(const paisoar::train::TrainConfig& c, in
     RankRun& run = runs[static_cast<size_t>(rank)];
     for (const auto& p : task.model->parameters()) run.initial.push_back(p.detach().clone());
     run.result = trainer.fit(task);
-    for (const auto& p : task.model->parameters()) run.trained.push_back(p.detach().clone());
+    size_t i = 0;
+    for (const auto& p : task.model->parameters()) {
+      // Another stage's parameter holds no memory on this rank: count it as untrained here.
+      run.trained.push_back(p.storage().nbytes() == 0 ? run.initial[i] : p.detach().clone());
+      ++i;
+    }
   });
   return runs;
 }

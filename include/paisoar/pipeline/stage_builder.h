@@ -25,6 +25,12 @@ torch::nn::Sequential stage_module(const torch::nn::Sequential& model, const Par
 // model.size() layers or `stage` is out of range.
 models::LayerRange stage_part(const models::LayerSequence& model, const PartitionPlan& plan, int stage);
 
+// Releases the memory of every parameter and buffer of `model` that `stage`
+// does not use (other stages' layers), keeping their shapes: a rank that built
+// the whole model keeps only its stage's. Those tensors must not be read
+// afterwards (their storage is 0 bytes: storage().nbytes() == 0).
+void release_other_stages(const models::LayerSequence& model, const models::LayerRange& stage);
+
 // make_layer(i) builds layer i of the whole model; only this stage's are built.
 using LayerFactory = std::function<torch::nn::AnyModule(int layer)>;
 torch::nn::Sequential build_stage(const LayerFactory& make_layer, const PartitionPlan& plan, int stage);

@@ -94,7 +94,9 @@ struct TrainResult {
 // data dimension, a pipeline stage trains its share of task.layers, the
 // model's tensor-parallel layers talk over tensor_group(), and DDP (or ZeRO
 // 1-2) averages each stage's gradients over the data dimension. After fit()
-// each rank's task.model holds the trained values of its own stage and shard.
+// each rank's task.model holds the trained values of its own stage and shard;
+// with a pipeline, the parameters and buffers of the other stages' layers
+// hold no memory from the start (storage().nbytes() == 0; do not read them).
 // Checkpoints hold every part (one file per stage and shard) and resume
 // with the same pipeline and tensor sizes.
 class Trainer {

@@ -77,7 +77,9 @@ class ZeroOptimizer : public torch::optim::Optimizer {
   // all-gathered into the model (stages 1-2; stage 3 gathers at the next forward).
   torch::Tensor step(LossClosure closure = nullptr) override;
   // Zeroes (stage 1) or releases (stages 2-3) every gradient this rank holds.
-  // Optimizer::zero_grad() through a base reference also works between steps.
+  // Call this one: torch::optim::Optimizer::zero_grad is not virtual, and
+  // through a base reference it would set the shard's gradients to None
+  // (step() then refuses, naming this).
   void zero_grad();
 
   // Gradient accumulation: while the guard lives, backward only accumulates
