@@ -17,7 +17,8 @@
 #include "paisoar/error.h"
 #include "paisoar/format/safetensors.h"
 #include "paisoar/train/train_config.h"
-#include "src/train/trainer_checkpoint.h"
+#include "apps/paisoar-core/checkpoint_reshard.h"
+#include "src/state/trainer_checkpoint.h"
 
 namespace paisoar::app {
 namespace {
@@ -225,7 +226,7 @@ Command add_checkpoint_command(CLI::App& app) {
       for (const auto& s : sets) changes += (changes.empty() ? "" : ", ") + s;
       std::string written;
       try {
-        written = train::reshard_checkpoint(a->path, a->target, sets, a->ranks);
+        written = reshard_checkpoint(a->path, a->target, sets, a->ranks);
       } catch (const train::ConfigError& e) {
         std::cerr << "paisoar checkpoint reshard: " << paisoar::error_text(e) << "\n";
         return 2;

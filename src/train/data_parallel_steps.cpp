@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "src/train/non_finite_source.h"
-#include "src/train/region_checks.h"
+#include "src/diagnosis/non_finite_source.h"
+#include "src/config/region_checks.h"
 
 namespace paisoar::train {
 

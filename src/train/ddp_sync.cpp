@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "src/train/grad_sync.h"
-#include "src/train/optimizer_factory.h"
+#include "src/config/optimizer_factory.h"
 
 namespace paisoar::train {
 namespace {

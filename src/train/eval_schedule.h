@@ -10,7 +10,7 @@
 
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/trainer.h"
-#include "src/train/run_report.h"
+#include "src/run_summary/run_report.h"
 #include "src/util/heartbeat.h"
 
 namespace paisoar::train {

@@ -22,13 +22,11 @@
 #include "src/comm/flight_recorder.h"
 #include "paisoar/train/trainer.h"
 #include "src/train/grad_sync.h"
-#include "src/train/precision_context.h"
-#include "src/train/run_report.h"
+#include "src/config/precision_context.h"
+#include "src/run_summary/run_report.h"
 
 namespace paisoar::train {
 
-using ForwardFn = std::function<torch::Tensor(const torch::Tensor&)>;
-using LossFn = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
 
 // task.loss, or cross entropy when it is unset.
 LossFn loss_of(const TrainTask& task);

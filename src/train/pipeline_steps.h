@@ -13,7 +13,7 @@
 #include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/pipeline/pipeline.h"
 #include "src/train/micro_steps.h"
-#include "src/train/stage_times.h"
+#include "src/run_summary/stage_times.h"
 
 namespace paisoar::train {
 

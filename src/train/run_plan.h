@@ -19,7 +19,7 @@
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/train_config.h"
 #include "src/train/grad_sync.h"
-#include "src/train/precision_context.h"
+#include "src/config/precision_context.h"
 
 namespace paisoar::train {
 

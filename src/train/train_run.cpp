@@ -23,7 +23,7 @@
 #include "paisoar/comm/agreement.h"
 #include "paisoar/error.h"
 #include "src/train/data_parallel_steps.h"
-#include "src/train/memory_prediction.h"
+#include "src/diagnosis/memory_prediction.h"
 #include "src/train/pipeline_steps.h"
 #include "src/train/trainer_evaluate.h"
 

@@ -25,15 +25,15 @@
 #include "paisoar/hybrid/hybrid_mesh.h"
 #include "paisoar/profiler/step_profiler.h"
 #include "paisoar/train/trainer.h"
-#include "src/train/async_save.h"
+#include "src/state/async_save.h"
 #include "src/train/eval_schedule.h"
 #include "src/train/grad_sync.h"
 #include "src/train/micro_steps.h"
-#include "src/train/run_end_report.h"
+#include "src/run_summary/run_end_report.h"
 #include "src/train/run_plan.h"
-#include "src/train/log_window.h"
-#include "src/train/run_report.h"
-#include "src/train/trainer_checkpoint.h"
+#include "src/run_summary/log_window.h"
+#include "src/run_summary/run_report.h"
+#include "src/state/trainer_checkpoint.h"
 
 namespace paisoar::train {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "paisoar/data/data_loader.h"
-#include "src/train/range_view.h"
+#include "src/data/range_view.h"
 
 namespace paisoar::train {
 
@@ -21,7 +21,7 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole&
     o.batch_size = 256;
     o.workers = workers;
     o.shuffle = false;
-    data::DataLoader loader(std::make_shared<RangeView>(task.eval_data, begin, end), o);
+    data::DataLoader loader(std::make_shared<data::RangeView>(task.eval_data, begin, end), o);
     task.model->eval();
     torch::NoGradGuard no_grad;
     double correct = 0, total = 0;

@@ -10,7 +10,7 @@
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
-#include "src/train/precision_context.h"
+#include "src/config/precision_context.h"
 
 namespace paisoar::train {
 

@@ -13,7 +13,7 @@
 #include "paisoar/train/config_schema.h"
 #include "paisoar/zero/gather_regions.h"
 #include "src/train/grad_sync.h"
-#include "src/train/optimizer_factory.h"
+#include "src/config/optimizer_factory.h"
 
 namespace paisoar::train {
 namespace {

@@ -22,7 +22,7 @@
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
 #include "paisoar/data/text_corpus.h"
-#include "src/train/range_view.h"
+#include "src/data/range_view.h"
 #include "tests/support/synthetic_blobs.h"
 #include "tests/support/thread_ranks.h"
 
@@ -114,7 +114,7 @@ const std::vector<Model>& models() {
        [](const train::TrainConfig& c) {
          auto corpus = std::make_shared<data::TextCorpus>(c.data.path, c.model.block_size);
          return std::shared_ptr<const data::Dataset>(
-             std::make_shared<train::RangeView>(corpus, 0, corpus->size() / 64 * 64));
+             std::make_shared<data::RangeView>(corpus, 0, corpus->size() / 64 * 64));
        }},
   };
   return all;

@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "paisoar/tensor_parallel/sharding.h"
-#include "src/train/tensor_split_state.h"
+#include "src/state/tensor_split_state.h"
 #include "tests/support/expect_error.h"
 
 namespace paisoar::train {

@@ -15,7 +15,7 @@
 #include "paisoar/amp/precision_regions.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
-#include "src/train/non_finite_source.h"
+#include "src/diagnosis/non_finite_source.h"
 #include "tests/support/synthetic_blobs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_ranks.h"

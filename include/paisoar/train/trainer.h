@@ -37,6 +37,10 @@ class HybridMesh;
 
 namespace paisoar::train {
 
+// A model's forward (inputs -> outputs) and a loss ((outputs, labels) -> a scalar).
+using ForwardFn = std::function<torch::Tensor(const torch::Tensor&)>;
+using LossFn = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+
 struct TrainTask {
   std::shared_ptr<torch::nn::Module> model;
   std::function<torch::Tensor(const torch::Tensor&)> forward;  // inputs -> logits

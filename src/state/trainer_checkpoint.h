@@ -187,19 +187,6 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm);
 
-// `paisoar checkpoint reshard` (checkpoint_reshard.cpp): the newest
-// checkpoint in `source` rewritten into the new or empty directory `target`
-// for the layout `overrides` give ("parallel.pipeline=2", "zero.stage=3",
-// ...) over `world` ranks: the checkpoint's own config with its layout keys
-// (parallel.*, zero.stage, train.grad_accumulation) back at their defaults,
-// then `overrides`. The ranks run as threads in this
-// process, each resuming it as a Trainer would (Trainer::reshard), so what
-// they write is what an online resume of that layout holds. Needs the
-// training data its config names (the loader's position is checked against
-// it). Returns the step file written. Throws ConfigError for a layout the
-// config or the model cannot take, c10::Error when `source` holds no
-// checkpoint or `target` is not empty; `source` is never changed.
-std::string reshard_checkpoint(const std::string& source, const std::string& target,
-                               const std::vector<std::string>& overrides, int world);
+
 
 }  // namespace paisoar::train

@@ -21,9 +21,9 @@
 #include "paisoar/format/safetensors.h"
 #include "paisoar/tensor_parallel/sharding.h"
 #include "paisoar/zero/sharded_checkpoint.h"
-#include "src/train/checkpoint_metadata.h"
-#include "src/train/trainer_checkpoint.h"
-#include "src/train/tensor_split_state.h"
+#include "src/state/checkpoint_metadata.h"
+#include "src/state/trainer_checkpoint.h"
+#include "src/state/tensor_split_state.h"
 
 namespace paisoar::train {
 

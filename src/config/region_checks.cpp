@@ -1,5 +1,5 @@
 // policy_of and the unmatched-pattern errors, with one way of listing regions.
-#include "src/train/region_checks.h"
+#include "src/config/region_checks.h"
 
 #include "paisoar/train/config_schema.h"
 

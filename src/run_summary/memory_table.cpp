@@ -1,6 +1,6 @@
 // gather_memory_reports: a [world, 8] int64 table, each rank filling its row,
 // summed by one allreduce.
-#include "src/train/memory_table.h"
+#include "src/run_summary/memory_table.h"
 
 #include <torch/torch.h>
 

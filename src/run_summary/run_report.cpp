@@ -1,6 +1,6 @@
 // RunReport: the bar and the plain lines carry the same figures; the metrics
 // file gets every logged step and evaluation either way.
-#include "src/train/run_report.h"
+#include "src/run_summary/run_report.h"
 
 #include <c10/util/Exception.h>
 

@@ -2,7 +2,7 @@
 // layout by the online resume itself: the target's ranks run as threads in
 // this process, each resuming the source as a Trainer would and writing what
 // it then holds, so the offline checkpoint is what an online resume holds.
-#include "src/train/trainer_checkpoint.h"
+#include "apps/paisoar-core/checkpoint_reshard.h"
 
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/store.h"
 #include "paisoar/error.h"
@@ -22,13 +23,9 @@
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
 
-namespace paisoar::train {
+namespace paisoar::app {
 
-std::string step_dir_name(const std::string& kind, int64_t step) {
-  char name[40];
-  std::snprintf(name, sizeof(name), "%s-%012lld", kind.c_str(), static_cast<long long>(step));
-  return name;
-}
+using namespace paisoar::train;
 
 std::string reshard_checkpoint(const std::string& source, const std::string& target,
                                const std::vector<std::string>& overrides, int world) {
@@ -102,4 +99,4 @@ std::string reshard_checkpoint(const std::string& source, const std::string& tar
   return written[0];
 }
 
-}  // namespace paisoar::train
+}  // namespace paisoar::app

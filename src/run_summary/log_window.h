@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "paisoar/profiler/profile_summary.h"
-#include "src/train/run_report.h"
+#include "src/run_summary/run_report.h"
 
 namespace paisoar::comm {
 class Communicator;

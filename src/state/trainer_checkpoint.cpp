@@ -5,7 +5,7 @@
 // parallelism) names. capture_save takes it at the step and save_checkpoint
 // writes it (the same way whether at the step or in the background);
 // trainer_resume.cpp reads it back.
-#include "src/train/trainer_checkpoint.h"
+#include "src/state/trainer_checkpoint.h"
 #include "paisoar/error.h"
 
 #include <c10/util/Exception.h>
@@ -28,7 +28,7 @@
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/zero/sharded_checkpoint.h"
-#include "src/train/tensor_split_state.h"
+#include "src/state/tensor_split_state.h"
 
 namespace paisoar::train {
 namespace {
@@ -69,6 +69,12 @@ std::string model_dir_kind(const TrainerState& state) {
 }
 
 }  // namespace
+
+std::string step_dir_name(const std::string& kind, int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof(name), "%s-%012lld", kind.c_str(), static_cast<long long>(step));
+  return name;
+}
 
 checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptions& options,
                                                const std::shared_ptr<comm::Communicator>& comm) {

@@ -19,7 +19,7 @@
 #include "paisoar/data/text_corpus.h"
 #include "paisoar/tensor_parallel/parallel_classifiers.h"
 #include "paisoar/tensor_parallel/parallel_gpt.h"
-#include "src/train/range_view.h"
+#include "src/data/range_view.h"
 
 namespace paisoar::train {
 namespace {
@@ -86,13 +86,13 @@ Data open_text(const DataConfig& c, int64_t block_size) {
   int64_t n = corpus->size();
   if (c.eval_path.empty()) {
     const int64_t held_out = n / 10;
-    if (held_out > 0) d.eval = std::make_shared<RangeView>(corpus, n - held_out, n);
+    if (held_out > 0) d.eval = std::make_shared<data::RangeView>(corpus, n - held_out, n);
     n -= held_out;
   } else {
     d.eval = std::make_shared<data::TextCorpus>(c.eval_path, block_size);
   }
   if (c.train_limit > 0) n = std::min(n, c.train_limit);
-  d.train = std::make_shared<RangeView>(std::move(corpus), 0, n);
+  d.train = std::make_shared<data::RangeView>(std::move(corpus), 0, n);
   return d;
 }
 
@@ -124,7 +124,7 @@ Data open_data(const DataConfig& c, int64_t num_classes, int64_t block_size) {
   auto train = open_images(c, c.path, true);
   require_samples(*train, "data.path '" + c.path + "'");
   const int64_t n = c.train_limit > 0 ? std::min(c.train_limit, train->size()) : train->size();
-  d.train = std::make_shared<RangeView>(std::move(train), 0, n);
+  d.train = std::make_shared<data::RangeView>(std::move(train), 0, n);
   if (!c.eval_path.empty()) d.eval = open_images(c, c.eval_path, false);
   return d;
 }

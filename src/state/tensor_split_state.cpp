@@ -2,7 +2,7 @@
 // ShardSet keeps parameters and elementwise optimizer state flat; they are
 // viewed in the parameter's shape, joined or cut along the split dimension
 // (tensor_parallel::join_shards, shard_of), and flattened again.
-#include "src/train/tensor_split_state.h"
+#include "src/state/tensor_split_state.h"
 
 #include <c10/util/Exception.h>
 

@@ -1,5 +1,5 @@
 // make_optimizer: sgd and adamw from torch::optim, lars and lamb from paisoar.
-#include "src/train/optimizer_factory.h"
+#include "src/config/optimizer_factory.h"
 
 #include <torch/optim.h>
 

@@ -4,7 +4,7 @@
 // PeakMeter; the optimizer's temporaries measured on a copy of the largest
 // parameter; the rest counted from the model's storages and the optimizer's
 // known state per parameter.
-#include "src/train/memory_prediction.h"
+#include "src/diagnosis/memory_prediction.h"
 
 #include <c10/util/Exception.h>
 #include <torch/autograd.h>
@@ -15,8 +15,8 @@
 #include "paisoar/memory/device_memory.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/memory/tracking_allocator.h"
-#include "src/train/optimizer_factory.h"
-#include "src/train/probe_guard.h"
+#include "src/config/optimizer_factory.h"
+#include "src/diagnosis/probe_guard.h"
 
 namespace paisoar::train {
 namespace {

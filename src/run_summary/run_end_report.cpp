@@ -1,12 +1,12 @@
 // report_profile and report_memory: one gather each, in this order on every rank.
-#include "src/train/run_end_report.h"
+#include "src/run_summary/run_end_report.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "paisoar/profiler.h"
-#include "src/train/memory_table.h"
+#include "src/run_summary/memory_table.h"
 
 namespace paisoar::train {
 

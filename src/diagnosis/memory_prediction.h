@@ -22,8 +22,8 @@
 #include "paisoar/layout/placements.h"
 
 #include "paisoar/train/train_config.h"
-#include "src/train/micro_steps.h"
-#include "src/train/precision_context.h"
+#include "paisoar/train/trainer.h"
+#include "src/config/precision_context.h"
 
 namespace paisoar::train {
 

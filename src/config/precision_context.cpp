@@ -1,9 +1,9 @@
 // Precision: amp.dtype to autocast options (auto asks amp/dtype_choice.h),
 // and the guard's members constructed in the order the scopes nest.
-#include "src/train/precision_context.h"
+#include "src/config/precision_context.h"
 
 #include "paisoar/amp/dtype_choice.h"
-#include "src/train/region_checks.h"
+#include "src/config/region_checks.h"
 
 namespace paisoar::train {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "src/train/micro_steps.h"
-#include "src/train/precision_context.h"
+#include "paisoar/train/trainer.h"
+#include "src/config/precision_context.h"
 
 namespace paisoar::train {
 

@@ -1,5 +1,5 @@
 // Reading the step file's metadata: see checkpoint_metadata.h.
-#include "src/train/checkpoint_metadata.h"
+#include "src/state/checkpoint_metadata.h"
 
 #include <c10/util/Exception.h>
 

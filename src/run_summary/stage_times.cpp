@@ -1,5 +1,5 @@
 // StageTimes and the per-stage table: one allgather of five numbers a rank.
-#include "src/train/stage_times.h"
+#include "src/run_summary/stage_times.h"
 
 #include <torch/torch.h>
 

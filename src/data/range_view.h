@@ -6,14 +6,14 @@
 
 #include "paisoar/data/dataset.h"
 
-namespace paisoar::train {
+namespace paisoar::data {
 
-class RangeView : public data::Dataset {
+class RangeView : public Dataset {
  public:
-  RangeView(std::shared_ptr<const data::Dataset> base, int64_t begin, int64_t end)
+  RangeView(std::shared_ptr<const Dataset> base, int64_t begin, int64_t end)
       : base_(std::move(base)), begin_(begin), end_(end) {}
   int64_t size() const override { return end_ - begin_; }
-  data::Example get(int64_t index, data::SampleRng& rng) const override {
+  Example get(int64_t index, SampleRng& rng) const override {
     return base_->get(begin_ + index, rng);
   }
   int64_t num_classes() const override { return base_->num_classes(); }
@@ -21,8 +21,8 @@ class RangeView : public data::Dataset {
   std::string describe_label(int64_t index) const override { return base_->describe_label(begin_ + index); }
 
  private:
-  std::shared_ptr<const data::Dataset> base_;
+  std::shared_ptr<const Dataset> base_;
   int64_t begin_, end_;
 };
 
-}  // namespace paisoar::train
+}  // namespace paisoar::data

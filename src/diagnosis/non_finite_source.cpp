@@ -3,9 +3,9 @@
 // end first, so the innermost is named); the forward re-run under the run's
 // PrecisionContext with that runner active instead of activation
 // checkpointing; the pins tried by adding Full rules to a copy of the policy.
-#include "src/train/non_finite_source.h"
+#include "src/diagnosis/non_finite_source.h"
 
-#include "src/train/probe_guard.h"
+#include "src/diagnosis/probe_guard.h"
 
 #include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>

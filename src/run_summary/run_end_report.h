@@ -10,7 +10,7 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/profiler/step_profiler.h"
-#include "src/train/run_report.h"
+#include "src/run_summary/run_report.h"
 
 namespace paisoar::train {
 

@@ -2,7 +2,7 @@
 // phase means; one allgather of [step ms, busy ms, resident MB, allocated MB,
 // epoch mean loss]
 // gives the ranks' figures.
-#include "src/train/log_window.h"
+#include "src/run_summary/log_window.h"
 
 #include <algorithm>
 
@@ -13,9 +13,9 @@
 namespace paisoar::train {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kLogMiB = 1024.0 * 1024.0;
 
-double megabytes(int64_t bytes) { return bytes < 0 ? -1 : static_cast<double>(bytes) / kMiB; }
+double megabytes(int64_t bytes) { return bytes < 0 ? -1 : static_cast<double>(bytes) / kLogMiB; }
 
 }  // namespace
 

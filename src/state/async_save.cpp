@@ -1,5 +1,5 @@
 // AsyncSaver: one std::async task at a time.
-#include "src/train/async_save.h"
+#include "src/state/async_save.h"
 
 #include <chrono>
 
