@@ -12,12 +12,13 @@
 #include <sstream>
 #include <string>
 
+#include "apps/paisoar-core/checkpoint_reshard.h"
 #include "apps/paisoar-core/commands.h"
 #include "paisoar/checkpoint/file_manifest.h"
 #include "paisoar/error.h"
 #include "paisoar/format/safetensors.h"
+#include "paisoar/train/model_state_layout.h"
 #include "paisoar/train/train_config.h"
-#include "apps/paisoar-core/checkpoint_reshard.h"
 #include "src/state/trainer_checkpoint.h"
 
 namespace paisoar::app {
@@ -96,7 +97,7 @@ int verify(const std::string& path) {
     uint64_t bytes = 0;
     size_t listed = 0;
     try {
-      const checkpoint::CheckpointManager::Loaded loaded{f.step, format::load_safetensors(f.path)};
+      const checkpoint::CheckpointManager::Loaded loaded{f.step, format::load_safetensors(*format::local_file_system(), f.path)};
       problems = train::checkpoint_problems(*format::local_file_system(), loaded, root, true);
       bytes = format::local_file_system()->status(f.path).size;
       const auto it = loaded.checkpoint.metadata.find(checkpoint::kFilesKey);
@@ -131,7 +132,7 @@ int verify(const std::string& path) {
 int inspect(const std::string& path, const std::string& config_path) {
   std::string root;
   const auto f = step_files(path, root, "paisoar checkpoint inspect").front();
-  const auto c = format::load_safetensors(f.path);
+  const auto c = format::load_safetensors(*format::local_file_system(), f.path);
   const auto meta = [&c](const std::string& key) {
     const auto it = c.metadata.find(key);
     return it == c.metadata.end() ? std::string("?") : it->second;
@@ -140,12 +141,7 @@ int inspect(const std::string& path, const std::string& config_path) {
   std::printf("step: %lld (epoch %s, %s samples into it; train.batch_size %s)\n", static_cast<long long>(f.step),
               meta("train.loader_epoch").c_str(), meta("train.loader_samples").c_str(),
               meta("train.batch_size").c_str());
-  std::string where = "whole, in the step file";
-  if (c.metadata.count("train.zero_shards")) where = "ZeRO shards in " + meta("train.zero_shards") + "/";
-  if (c.metadata.count("train.parts")) {
-    where = "parts (" + meta("train.part_layout") + ") in " + meta("train.parts") + "/";
-    if (c.metadata.count("train.pipeline_bounds")) where += ", stages from layers " + meta("train.pipeline_bounds");
-  }
+  const std::string where = train::ModelStateLayout::of(c).describe();
   std::printf("written by: %s rank(s), zero.stage %s; model and optimizer %s\n", meta("train.world").c_str(),
               meta("train.zero_stage").c_str(), where.c_str());
   std::map<std::string, std::pair<size_t, uint64_t>> parts;  // prefix -> tensors, bytes

@@ -27,7 +27,7 @@ Command add_zero_consolidate_command(CLI::App& app) {
           },
           "FILE", "non-empty"));
   return [a](int, char**) {
-    zero::consolidate_shards(a->dir, a->out);
+    zero::consolidate_shards(*format::local_file_system(), a->dir, a->out);
     std::printf("paisoar zero-consolidate: %s -> %s\n", a->dir.c_str(), a->out.c_str());
     return 0;
   };

@@ -4,6 +4,7 @@
 
 #include "paisoar/train/config_schema.h"
 #include "paisoar/train/device_choice.h"
+#include "paisoar/train/model_state_layout.h"
 #include "paisoar/train/run_environment.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/trainer.h"

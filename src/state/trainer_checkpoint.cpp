@@ -61,20 +61,9 @@ void prune_step_dirs(const checkpoint::CheckpointManager& manager, const std::st
   }
 }
 
-// Where this run keeps its model and optimizer: the kind of step directory
-// ("parts", "zero"), or "" for the step file itself.
-std::string model_dir_kind(const TrainerState& state) {
-  if (!state.part_name.empty()) return "parts";
-  return state.zero ? "zero" : "";
-}
 
 }  // namespace
 
-std::string step_dir_name(const std::string& kind, int64_t step) {
-  char name[40];
-  std::snprintf(name, sizeof(name), "%s-%012lld", kind.c_str(), static_cast<long long>(step));
-  return name;
-}
 
 checkpoint::CheckpointManager open_checkpoints(const checkpoint::CheckpointOptions& options,
                                                const std::shared_ptr<comm::Communicator>& comm) {
@@ -110,16 +99,15 @@ SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProg
   SaveSnapshot snapshot;
   snapshot.step = step;
   checkpoint::TrainingState in_step_file{state.model, state.optimizer, true};
-  const std::string kind = model_dir_kind(state);
-  if (!kind.empty()) {
-    snapshot.model_dir = step_dir_name(kind, step);
-    const std::string dir = snapshot.model_dir + (state.part_name.empty() ? "" : "/" + state.part_name);
-    metadata[kind == "parts" ? kPartsKey : kShardKey] = snapshot.model_dir;
-    if (kind == "parts") metadata[kPartLayoutKey] = state.part_layout;
-    if (!state.pipeline_bounds.empty()) metadata[kBoundsKey] = state.pipeline_bounds;
+  const ModelStateLayout layout = ModelStateLayout::of_run(state.cut, state.zero != nullptr, step);
+  layout.write(metadata);
+  if (layout.form != ModelStateLayout::Form::InStepFile) {
+    using Form = ModelStateLayout::Form;
+    snapshot.model_dir = layout.dir;
+    const std::string dir = layout.dir + (layout.form == Form::Parts ? "/" + state.cut.part.name() : "");
     in_step_file = {nullptr, nullptr, true};
     // A part's files say which of its parameters are tensor-parallel shards.
-    format::Metadata part_metadata = kind == "parts" ? split_metadata(*state.model) : format::Metadata{};
+    format::Metadata part_metadata = layout.form == Form::Parts ? split_metadata(*state.model) : format::Metadata{};
     part_metadata["train.step"] = std::to_string(step);
     if (state.zero) {
       auto shard = zero::capture_shard(*state.zero, part_metadata);  // collective
@@ -184,9 +172,8 @@ void write_save(checkpoint::CheckpointManager& manager, const std::shared_ptr<co
   }
   step_file.metadata[checkpoint::kFilesKey] = checkpoint::file_manifest_json(files);
   manager.save(snapshot.step, step_file);
-  if (comm->rank() == 0) {  // both kinds: a run resumed on another layout leaves the other kind behind
-    prune_step_dirs(manager, "zero");
-    prune_step_dirs(manager, "parts");
+  if (comm->rank() == 0) {  // every kind: a run resumed on another layout leaves the other kind behind
+    for (const auto& kind : ModelStateLayout::dir_kinds()) prune_step_dirs(manager, kind);
   }
 }
 

@@ -32,6 +32,7 @@
 #include "paisoar/checkpoint/checkpoint_manager.h"
 #include "paisoar/data/data_loader.h"
 #include "paisoar/optim/lr_schedule.h"
+#include "paisoar/train/model_state_layout.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/zero/zero_optimizer.h"
 #include "src/zero/shard_set.h"
@@ -42,17 +43,8 @@ class Communicator;
 
 namespace paisoar::train {
 
-// The step file's keys that name the model state's directory and layout,
-// and a part's file name.
-inline constexpr const char* kShardKey = "train.zero_shards";
-inline constexpr const char* kPartsKey = "train.parts";
-inline constexpr const char* kPartLayoutKey = "train.part_layout";
-inline constexpr const char* kBoundsKey = "train.pipeline_bounds";
+// A part's file when it is whole (not ZeRO shards).
 inline constexpr const char* kPartFile = "part.safetensors";
-
-// The directory of step `step`'s shards ("zero") or parts ("parts"),
-// relative to checkpoint.dir: "zero-<12-digit step>".
-std::string step_dir_name(const std::string& kind, int64_t step);
 
 struct TrainerState {
   torch::nn::Module* model = nullptr;
@@ -65,17 +57,13 @@ struct TrainerState {
   // the world without model parallelism. Its rank 0 writes the model state
   // unless it is sharded by ZeRO over all of them.
   std::shared_ptr<comm::Communicator> part_group;
-  // Model parallelism (pipeline stages, tensor shards): `model` is this
-  // rank's part, written to <dir>/parts-<step>/<part_name>/. "" : the model
-  // is whole on every rank.
-  std::string part_name;
-  std::string part_layout;      // e.g. "pipeline 2 x tensor 2"; another layout is resharded on resume
+  // How the run cuts the model (ModelStateLayout): split, `model` is this
+  // rank's part, written to <dir>/parts-<step>/<cut.part.name()>/; a
+  // checkpoint of another cut is resharded on resume.
+  ModelCut cut;
   // All the layers (this rank's tensor shards of them), of which `model` is
-  // this rank's stage; with parallel.tensor, this rank's place in its group.
+  // this rank's stage (split cuts only).
   torch::nn::Module* whole_model = nullptr;
-  int tensor_rank = 0;
-  int tensor_size = 1;
-  std::string pipeline_bounds;  // the stages' first layers and the end, "0,2,3"; kept so a resume cuts alike
 };
 
 // How far the run has come, beyond the step: saved with each checkpoint.
@@ -158,16 +146,14 @@ struct ResumeSource {
 
 // The newest checkpoint the Trainer can resume from: its step file loads
 // intact and has no checkpoint_problems (sizes checked, not contents), and
-// the model state it names (the ZeRO shards, or this rank's part under
-// <part_name>, "" without model parallelism; all parts when `part_layout`
-// is not the one it was written with) loads intact, every file's own
-// CRC-32s checked. A newer one that does not is named in a warning and
+// the model state its ModelStateLayout names (the ZeRO shards, or this
+// rank's part of `cut`; all parts when it was written with another cut)
+// loads intact, every file's own CRC-32s checked. A newer one that does not is named in a warning and
 // skipped. nullopt: the directory holds none. Collective over `comm` (null:
 // not, for a tool): the ranks try the same checkpoints in the same order and
 // take one only when every rank could, so each rank reading just its part
 // cannot make them diverge; ranks that see different checkpoints all throw.
-std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name, const std::string& part_layout,
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager, const ModelCut& cut,
                                               const std::shared_ptr<comm::Communicator>& comm);
 
 // The pipeline split ("0,2,3") of `newest`, if it is a model-parallel one; a

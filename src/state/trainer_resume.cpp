@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,11 +26,9 @@
 
 namespace paisoar::train {
 
-using detail::damaged_metadata;
 using detail::metadata_double;
 using detail::metadata_int;
 using detail::metadata_text;
-using detail::named_step_dir;
 
 namespace {
 
@@ -52,29 +49,25 @@ zero::detail::ShardSet read_part(format::FileSystem& fs, const std::string& part
   return zero::detail::read_shard_set(fs, part);
 }
 
-// The parts of a model-parallel checkpoint (<dir>/p<stage>-t<shard>/, whole
-// or ZeRO shards) as one model: each stage's tensor-parallel shards joined,
-// the stages one after another. Throws c10::Error when a stage lacks a shard.
-zero::detail::ShardSet whole_of_parts(format::FileSystem& fs, const std::string& dir) {
-  std::map<int, std::map<int, std::string>> stages;  // stage -> tensor rank -> directory
-  const std::regex pattern(R"(p(\d{1,6})-t(\d{1,6}))");
-  for (const auto& name : fs.list(dir)) {
-    std::smatch m;
-    if (std::regex_match(name, m, pattern)) stages[std::stoi(m[1])][std::stoi(m[2])] = dir + "/" + name;
-  }
-  if (stages.empty()) C10_THROW_ERROR(Error, dir + " holds no part (p<stage>-t<shard>/)");
+// The parts of a model-parallel checkpoint (`layout`'s, under checkpoint.dir
+// `root`) as one model: each stage's tensor-parallel shards joined, the
+// stages one after another. Throws c10::Error naming a part that is missing.
+zero::detail::ShardSet whole_of_parts(format::FileSystem& fs, const std::string& root, const ModelStateLayout& layout) {
+  const std::string dir = root + "/" + layout.dir;
   zero::detail::ShardSet whole;
-  for (const auto& [stage, shards] : stages) {
-    std::vector<zero::detail::ShardSet> parts;
-    for (const auto& [t, part] : shards) {
-      if (t != static_cast<int>(parts.size())) {
-        C10_THROW_ERROR(Error, dir + " lacks p" + std::to_string(stage) + "-t" + std::to_string(parts.size()) +
-                                 "/ (stage " + std::to_string(stage) + "'s tensor-parallel shard " +
-                                 std::to_string(parts.size()) + "); the checkpoint is incomplete");
-      }
-      parts.push_back(read_part(fs, part));
+  std::vector<zero::detail::ShardSet> shards;
+  for (const PartId& part : layout.parts()) {
+    const std::string path = dir + "/" + part.name();
+    if (fs.status(path).kind != format::FileKind::Directory) {
+      C10_THROW_ERROR(Error, dir + " lacks " + part.name() + "/ (stage " + std::to_string(part.stage) +
+                               "'s tensor-parallel shard " + std::to_string(part.shard) + " of " + layout.describe() +
+                               "); the checkpoint is incomplete");
     }
-    zero::detail::append_part(whole, join_tensor_shards(std::move(parts)));
+    shards.push_back(read_part(fs, path));
+    if (part.shard + 1 == layout.cut.tensor) {
+      zero::detail::append_part(whole, join_tensor_shards(std::move(shards)));
+      shards.clear();
+    }
   }
   return whole;
 }
@@ -115,8 +108,7 @@ std::vector<std::string> checkpoint_problems(format::FileSystem& fs, const check
       problems.push_back("its metadata says train.step " + std::to_string(step) + " but its name says step " +
                          std::to_string(loaded.step) + ": it was renamed or damaged");
     }
-    std::string dir = named_step_dir(c, kPartsKey, "parts");
-    if (dir.empty()) dir = named_step_dir(c, kShardKey, "zero");
+    const std::string dir = ModelStateLayout::of(c).dir;
     const auto files = checkpoint::parse_file_manifest(metadata_text(c, checkpoint::kFilesKey), c.source);
     if (dir.empty()) {
       for (const auto& f : files) problems.push_back("'" + f.path + "' is listed, but the checkpoint names no directory");
@@ -150,35 +142,38 @@ namespace {
 // The checkpoint `file` as a resume would use it on this rank (see
 // newest_checkpoint). Throws when it cannot.
 ResumeSource read_source(format::FileSystem& fs, const checkpoint::CheckpointFile& file, const std::string& root,
-                         const std::string& part_name, const std::string& part_layout) {
+                         const ModelCut& cut) {
   ResumeSource source;
   source.step_file = {file.step, format::load_safetensors(fs, file.path)};
   check_resumable(fs, source.step_file, root);
-  const auto& c = source.step_file.checkpoint;
-  const std::string parts = named_step_dir(c, kPartsKey, "parts");
-  const auto written = c.metadata.find(kPartLayoutKey);
-  const bool own_part = !parts.empty() && !part_name.empty() && written != c.metadata.end() &&
-                        written->second == part_layout;
-  source.whole_model = !part_name.empty() && !own_part;
-  if (own_part) {
-    const std::string dir = root + "/" + parts + "/" + part_name;
-    if (fs.status(dir + "/" + kPartFile).kind != format::FileKind::Missing) {
-      source.part_file = format::load_safetensors(fs, dir + "/" + kPartFile);
-    } else {
-      source.shards = zero::detail::read_shard_set(fs, dir);
-    }
-  } else if (!parts.empty()) {
-    source.shards = whole_of_parts(fs, root + "/" + parts);  // every part: the whole model
-  } else if (const std::string shards = named_step_dir(c, kShardKey, "zero"); !shards.empty()) {
-    source.shards = zero::detail::read_shard_set(fs, root + "/" + shards);
+  const ModelStateLayout layout = ModelStateLayout::of(source.step_file.checkpoint);
+  const bool own_part = layout.holds_part_of(cut);
+  source.whole_model = cut.split() && !own_part;
+  switch (layout.form) {
+    case ModelStateLayout::Form::InStepFile:
+      break;
+    case ModelStateLayout::Form::Shards:
+      source.shards = zero::detail::read_shard_set(fs, root + "/" + layout.dir);
+      break;
+    case ModelStateLayout::Form::Parts:
+      if (!own_part) {
+        source.shards = whole_of_parts(fs, root, layout);  // every part: the whole model
+        break;
+      }
+      const std::string dir = root + "/" + layout.dir + "/" + cut.part.name();
+      if (fs.status(dir + "/" + kPartFile).kind != format::FileKind::Missing) {
+        source.part_file = format::load_safetensors(fs, dir + "/" + kPartFile);
+      } else {
+        source.shards = zero::detail::read_shard_set(fs, dir);
+      }
+      break;
   }
   return source;
 }
 
 }  // namespace
 
-std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager,
-                                              const std::string& part_name, const std::string& part_layout,
+std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManager& manager, const ModelCut& cut,
                                               const std::shared_ptr<comm::Communicator>& comm) {
   const std::string root = manager.options().dir;
   manager.warn_unusable_entries();
@@ -201,7 +196,7 @@ std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManage
     std::optional<ResumeSource> source;
     std::string error;
     try {
-      source = read_source(manager.file_system(), files[i], root, part_name, part_layout);
+      source = read_source(manager.file_system(), files[i], root, cut);
     } catch (const std::exception& e) {
       error = error_text(e);
     }
@@ -277,9 +272,9 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   try {
     if (newest->whole_model) {
       part = shards ? *shards : zero::detail::shard_set_of_whole(newest->part_file ? *newest->part_file : c, {});
-      if (state.tensor_size > 1) {  // the whole parameters, cut into this rank's tensor-parallel shards
+      if (state.cut.tensor > 1) {  // the whole parameters, cut into this rank's tensor-parallel shards
         const auto splits = tensor_parallel::parameter_splits(*state.whole_model);
-        cut_tensor_shard(*part, splits, state.tensor_rank, state.tensor_size);
+        cut_tensor_shard(*part, splits, state.cut.part.shard, state.cut.tensor);
       }
       zero::detail::keep_part(*part, zero::detail::names_of(*state.model));
       shards = &*part;
@@ -303,20 +298,9 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
 
 std::optional<std::vector<int>> checkpointed_pipeline_bounds(const std::optional<ResumeSource>& newest) {
   if (!newest) return std::nullopt;
-  const auto& c = newest->step_file.checkpoint;
-  const auto it = c.metadata.find(kBoundsKey);
-  if (it == c.metadata.end()) return std::nullopt;
-  std::vector<int> bounds;
-  std::stringstream text(it->second);
-  std::string item;
-  while (std::getline(text, item, ',')) {
-    try {
-      bounds.push_back(std::stoi(item));
-    } catch (const std::logic_error&) {
-      damaged_metadata(c, kBoundsKey, "not a list of layer indices");
-    }
-  }
-  return bounds;
+  const ModelStateLayout layout = ModelStateLayout::of(newest->step_file.checkpoint);
+  if (layout.cut.bounds.empty()) return std::nullopt;
+  return layout.cut.bounds;
 }
 
 }  // namespace paisoar::train

@@ -83,9 +83,10 @@ class MicroSteps {
   // parameters that several of the model's parts hold (a tied embedding on
   // the first and last stage) combine their gradients; null: there are none.
   virtual std::unique_ptr<hybrid::TiedParameters> tie() { return nullptr; }
-  // What a checkpoint records of how the model is cut ("" when not cut), and
-  // the line that says so at the start of the run ("" for none).
-  virtual std::string cut() const { return ""; }
+  // The pipeline stages' first layers and the end, which a checkpoint records
+  // (empty without a pipeline), and the line that says how the model is cut
+  // at the start of the run ("" for none).
+  virtual std::vector<int> cut() const { return {}; }
   virtual std::string describe_cut() const { return ""; }
   // The lead's line on how the cut was chosen ("" for none, and on other ranks).
   virtual std::string cut_plan() const { return ""; }

@@ -17,7 +17,6 @@ PipelineSteps::PipelineSteps(const TrainTask& task, const TrainConfig& config, i
     : task_(task), mesh_(mesh) {
   plan_ = choose_plan(task, config, micro_rows, device, world, resumed_bounds, &description_);
   const pipeline::PartitionPlan& plan = plan_;
-  bounds_ = bounds_text(plan);
   pipeline::PipelineOptions options;
   options.micro_batches = static_cast<int>(config.parallel.micro_batches);
   options.schedule = config.parallel.schedule;
@@ -40,6 +39,13 @@ models::LayerSequence PipelineSteps::layers() const {
 
 std::unique_ptr<hybrid::TiedParameters> PipelineSteps::tie() {
   return hybrid::TiedParameters::of(task_.layers, plan_, mesh_);
+}
+
+std::vector<int> PipelineSteps::cut() const {
+  std::vector<int> bounds;
+  for (const auto& stage : plan_.stages) bounds.push_back(stage.begin);
+  bounds.push_back(plan_.stages.empty() ? 0 : plan_.stages.back().end);
+  return bounds;
 }
 
 std::string PipelineSteps::describe_cut() const {

@@ -30,7 +30,7 @@ class PipelineSteps : public MicroSteps {
   std::shared_ptr<torch::nn::Module> model() const override { return pipe_->module().ptr(); }
   models::LayerSequence layers() const override;
   std::unique_ptr<hybrid::TiedParameters> tie() override;
-  std::string cut() const override { return bounds_; }
+  std::vector<int> cut() const override;
   std::string describe_cut() const override;
   std::string cut_plan() const override { return description_; }
   // Arms `sync` (set_sync, pre_forward) before the stage's last backward.
@@ -43,7 +43,6 @@ class PipelineSteps : public MicroSteps {
   const TrainTask& task_;
   hybrid::HybridMesh& mesh_;
   pipeline::PartitionPlan plan_;
-  std::string bounds_;       // the stages' bounds ("0,2,3"), saved with each checkpoint
   std::string description_;  // rank 0: how the layers were split, for the log ("" elsewhere)
   std::unique_ptr<pipeline::Pipeline> pipe_;  // never null
   StageLayout layout_;

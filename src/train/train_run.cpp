@@ -71,16 +71,13 @@ std::vector<int> all_ranks(const comm::Communicator& world) {
   return ranks;
 }
 
-// How a model-parallel run splits the model, as its checkpoints record it.
-std::string part_layout_of(const TrainConfig& config) {
-  return "pipeline " + std::to_string(config.parallel.pipeline) + " x tensor " +
-         std::to_string(config.parallel.tensor);
-}
-
-// Where this rank's part of a model-parallel model is saved ("" without one).
-std::string part_name_of(const hybrid::HybridMesh* mesh) {
-  if (!mesh) return "";
-  return "p" + std::to_string(mesh->pipeline_rank()) + "-t" + std::to_string(mesh->tensor_rank());
+// How the run cuts the model, from its placements (the bounds once the pipeline is built).
+ModelCut cut_of(const layout::Placements& placements) {
+  ModelCut cut;
+  cut.pipeline = placements.mesh().pipeline;
+  cut.tensor = placements.mesh().tensor;
+  cut.part = {placements.at().pipeline, placements.at().tensor};
+  return cut;
 }
 
 }  // namespace
@@ -105,7 +102,7 @@ TrainRun::TrainRun(const TrainConfig& config, const TrainTask& task, std::shared
   checkpoints_.emplace(open_checkpoints(checkpoints, world_));  // 1. rank 0's directory check, agreed
   if (config.checkpoint.async) checkpoint_comm_ = world_->new_group(all_ranks(*world_));  // 2. a group
   if (config.checkpoint.resume) {  // 3. the checkpoint every rank can use
-    newest_ = newest_checkpoint(*checkpoints_, part_name_of(mesh), part_layout_of(config), world_);
+    newest_ = newest_checkpoint(*checkpoints_, cut_of(place_.placements), world_);
   }
   micro_ = micro_steps_for(config, task, plan_, place_, *world_, mesh, newest_, scaler_);  // 4. a pipeline's profile
   tied_ = micro_->tie();  // 5. the groups of the parameters several stages hold
@@ -227,15 +224,12 @@ void TrainRun::check_memory() {
 
 TrainerState TrainRun::trainer_state() {
   TrainerState state{task_.model.get(), &sync_->optimizer(), &*schedule_, &scaler_, sync_->zero(), world_, data_comm_};
-  if (place_.placements.holds_part()) {
+  state.cut = cut_of(place_.placements);
+  if (state.cut.split()) {
     // Each rank holds a part: its stage's (shard of the) layers.
     state.model = micro_->model().get();
-    state.part_name = part_name_of(mesh_);
-    state.part_layout = part_layout_of(config_);
     state.whole_model = task_.model.get();
-    state.tensor_rank = mesh_->tensor_rank();
-    state.tensor_size = config_.parallel.tensor;
-    state.pipeline_bounds = micro_->cut();
+    state.cut.bounds = micro_->cut();
   }
   return state;
 }

@@ -82,20 +82,20 @@ ShardFile capture_shard(const ZeroOptimizer& z, const format::Metadata& extra) {
   return shard;
 }
 
-void save_sharded(const ZeroOptimizer& z, const std::string& dir, const format::Metadata& extra) {
+void save_sharded(const ZeroOptimizer& z, format::FileSystem& fs, const std::string& dir, const format::Metadata& extra) {
   auto comm = z.comm();
   // A rank that cannot write must not leave the others waiting in a
   // collective: its error is kept until every rank has agreed at the end.
   std::string error;
   try {
-    format::local_file_system()->create_directories(dir);
+    fs.create_directories(dir);
   } catch (const c10::Error& e) {
     error = std::string("save_sharded: ") + e.what_without_backtrace();
   }
   const ShardFile shard = capture_shard(z, extra);
   if (error.empty()) {
     try {
-      format::save_safetensors(dir + "/" + shard.name, shard.content.tensors, shard.content.metadata);
+      format::save_safetensors(fs, dir + "/" + shard.name, shard.content.tensors, shard.content.metadata);
     } catch (const std::exception& e) {
       error = error_text(e);
     }
@@ -195,8 +195,8 @@ void detail::load_shard_set(ZeroOptimizer& z, ShardSet set) {
   z.publish();
 }
 
-format::Metadata load_sharded(ZeroOptimizer& z, const std::string& dir) {
-  detail::ShardSet set = detail::read_shard_set(*format::local_file_system(), dir);
+format::Metadata load_sharded(ZeroOptimizer& z, format::FileSystem& fs, const std::string& dir) {
+  detail::ShardSet set = detail::read_shard_set(fs, dir);
   format::Metadata metadata = set.metadata;
   detail::load_shard_set(z, std::move(set));
   return metadata;
@@ -206,8 +206,8 @@ void load_whole(ZeroOptimizer& z, const format::TensorFile& whole) {
   detail::load_shard_set(z, detail::shard_set_of_whole(whole, z.param_names()));
 }
 
-void consolidate_shards(const std::string& dir, const std::string& out_path) {
-  const detail::ShardSet set = detail::read_shard_set(*format::local_file_system(), dir);
+void consolidate_shards(format::FileSystem& fs, const std::string& dir, const std::string& out_path) {
+  const detail::ShardSet set = detail::read_shard_set(fs, dir);
   std::vector<std::string> shards;
   for (int r = 0; r < set.world; ++r) shards.push_back(dir + "/" + detail::shard_file_name(r, set.world));
   util::require_not_an_input(out_path, shards, "zero-consolidate: the output");
@@ -221,7 +221,7 @@ void consolidate_shards(const std::string& dir, const std::string& out_path) {
   format::Metadata metadata;
   for (const char* key : {"zero.run", "zero.world", "zero.stage"}) metadata[key] = set.metadata.at(key);
   metadata["zero.consolidated_from"] = dir;
-  format::save_safetensors(out_path, tensors, metadata);
+  format::save_safetensors(fs, out_path, tensors, metadata);
 }
 
 }  // namespace paisoar::zero

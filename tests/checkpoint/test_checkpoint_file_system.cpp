@@ -4,7 +4,7 @@
 // one over the same disk) cleans up and resumes from it, naming what it
 // skipped. No privileges, no mount, nothing on the real disk.
 #include "paisoar/checkpoint/checkpoint_manager.h"
-#include "src/format/faulty_file_system.h"
+#include "tests/support/faulty_file_system.h"
 
 #include "tests/support/expect_error.h"
 

@@ -22,7 +22,7 @@
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/trainer.h"
 #include "paisoar/train/zoo.h"
-#include "src/format/faulty_file_system.h"
+#include "tests/support/faulty_file_system.h"
 #include "src/util/fault_point.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/thread_ranks.h"

@@ -52,7 +52,7 @@ std::vector<torch::Tensor> save_run(const std::string& dir, int save_world, int 
     auto model = paisoar::testing::zero_model(paisoar::testing::rank_net(rank, mutex), save_stage);
     zero::ZeroOptimizer opt(model, comm, paisoar::testing::factory(r), paisoar::testing::zero_options(save_stage));
     train(opt, model, save_stage, d, 0, 2, rank, save_world);
-    zero::save_sharded(opt, dir, {{"step", "2"}});
+    zero::save_sharded(opt, *format::local_file_system(), dir, {{"step", "2"}});
     train(opt, model, save_stage, d, 2, 3, rank, save_world);
     auto full = opt.full_parameters();
     std::lock_guard<std::mutex> lock(mutex);
@@ -70,7 +70,7 @@ std::vector<torch::Tensor> resume_run(const std::string& dir, int world, int sta
   paisoar::testing::run_ranks(world, [&](int rank, std::shared_ptr<comm::Communicator> comm) {
     auto model = paisoar::testing::zero_model(paisoar::testing::rank_net(rank + 7, mutex), stage);
     zero::ZeroOptimizer opt(model, comm, paisoar::testing::factory(r), paisoar::testing::zero_options(stage));
-    auto meta = zero::load_sharded(opt, dir);
+    auto meta = zero::load_sharded(opt, *format::local_file_system(), dir);
     EXPECT_EQ(meta.at("step"), "2");
     train(opt, model, stage, d, 2, 3, rank, world);
     auto full = opt.full_parameters();
@@ -103,12 +103,12 @@ TEST(ZeroShardedCheckpoint, ConsolidatesIntoOneModelFile) {
     auto model = paisoar::testing::zero_model(paisoar::testing::rank_net(rank, mutex), 3);
     zero::ZeroOptimizer opt(model, comm, paisoar::testing::factory(r), paisoar::testing::zero_options(3));
     train(opt, model, 3, d, 0, 1, rank, 3);
-    zero::save_sharded(opt, dir);
+    zero::save_sharded(opt, *format::local_file_system(), dir);
     auto full = opt.full_parameters();
     std::lock_guard<std::mutex> lock(mutex);
     if (rank == 0) want = full;
   });
-  zero::consolidate_shards(dir, tmp / "model.safetensors");
+  zero::consolidate_shards(*format::local_file_system(), dir, tmp / "model.safetensors");
   auto ck = format::load_safetensors(tmp / "model.safetensors");
   const char* names[] = {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"};
   ASSERT_EQ(ck.tensors.size(), 4u);
@@ -125,15 +125,15 @@ TEST(ZeroShardedCheckpoint, ShardNamesThatLieAreClearErrorsAndTheOutputCannotBeA
   namespace fs = std::filesystem;
   const auto shard0 = (tmp / "a/zero-0-of-2.safetensors");
   const auto before = fs::file_size(shard0);
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", shard0); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "a", shard0); },
                                  {"zero-0-of-2.safetensors", "would destroy that input"});
   EXPECT_EQ(fs::file_size(shard0), before);
   fs::create_directories(tmp / "huge");
   fs::copy_file(shard0, tmp / "huge/zero-0-of-999999.safetensors");  // once: 999999 names built and listed
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "huge", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "huge", tmp / "out.safetensors"); },
                                  {"incomplete", "zero-1-of-999999.safetensors", "and 999994 more"});
   fs::copy_file(shard0, tmp / "a/zero-5-of-2.safetensors");
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "a", tmp / "out.safetensors"); },
                                  {"zero-5-of-2.safetensors", "outside a 2-rank save"});
 }
 
@@ -145,16 +145,16 @@ TEST(ZeroShardedCheckpoint, MissingOrForeignShardsAreClearErrors) {
   namespace fs = std::filesystem;
   fs::remove(tmp / "a/zero-1-of-3.safetensors");
   fs::remove(tmp / "a/zero-2-of-3.safetensors");
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "a", tmp / "out.safetensors"); },
                                  {"incomplete", "zero-1-of-3.safetensors, zero-2-of-3.safetensors"});
   fs::copy_file(tmp / "b/zero-1-of-3.safetensors", tmp / "a/zero-1-of-3.safetensors");
   fs::copy_file(tmp / "b/zero-2-of-3.safetensors", tmp / "a/zero-2-of-3.safetensors");
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "a", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "a", tmp / "out.safetensors"); },
                                  {"another save", "zero-1-of-3.safetensors, zero-2-of-3.safetensors"});
   fs::copy_file(tmp / "b/zero-0-of-3.safetensors", tmp / "b/zero-0-of-2.safetensors");
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "b", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "b", tmp / "out.safetensors"); },
                                  {"several saves"});
-  paisoar::testing::expect_error([&] { zero::consolidate_shards(tmp / "nowhere", tmp / "out.safetensors"); },
+  paisoar::testing::expect_error([&] { zero::consolidate_shards(*format::local_file_system(), tmp / "nowhere", tmp / "out.safetensors"); },
                                  {"does not exist"});
   // Another model: the error lists every difference, on every rank.
   fs::remove(tmp / "b/zero-0-of-2.safetensors");
@@ -168,7 +168,7 @@ TEST(ZeroShardedCheckpoint, MissingOrForeignShardsAreClearErrors) {
     }
     zero::ZeroOptimizer opt(net.ptr(), comm, paisoar::testing::factory(Recipe{}),
                             paisoar::testing::zero_options(1));
-    paisoar::testing::expect_error([&] { zero::load_sharded(opt, tmp / "b"); },
+    paisoar::testing::expect_error([&] { zero::load_sharded(opt, *format::local_file_system(), tmp / "b"); },
                                    {"does not fit this model", "'0.weight' has shape [13, 8] in the files, [5, 8]"});
   });
 }

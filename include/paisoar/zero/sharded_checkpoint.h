@@ -2,10 +2,13 @@
 // master values and optimizer state, both by parameter name and element
 // range) to <dir>/zero-<rank>-of-<world>.safetensors; any number of ranks can
 // load them back, and consolidate_shards() writes the one full model file.
+// Every file goes through the given format::FileSystem (the local disk:
+// *format::local_file_system()).
 #pragma once
 
 #include <string>
 
+#include "paisoar/format/file_system.h"
 #include "paisoar/format/tensor_file.h"
 #include "paisoar/zero/zero_optimizer.h"
 
@@ -16,7 +19,7 @@ namespace paisoar::zero {
 // file. All files of one save share a run id, so a later load notices files
 // mixed from two saves. Write each checkpoint to its own directory.
 // Throws c10::Error naming the directory if it cannot be written.
-void save_sharded(const ZeroOptimizer& optimizer, const std::string& dir,
+void save_sharded(const ZeroOptimizer& optimizer, format::FileSystem& fs, const std::string& dir,
                   const format::Metadata& metadata = {});
 
 // This rank's shard file, as save_sharded writes it: its name
@@ -35,7 +38,7 @@ ShardFile capture_shard(const ZeroOptimizer& optimizer, const format::Metadata& 
 // Returns rank 0's file metadata. Throws c10::Error listing what is wrong:
 // missing shard files, files from another save (run id) or world size, or a
 // model whose parameter names or shapes differ; nothing is changed then.
-format::Metadata load_sharded(ZeroOptimizer& optimizer, const std::string& dir);
+format::Metadata load_sharded(ZeroOptimizer& optimizer, format::FileSystem& fs, const std::string& dir);
 
 // Collective. load_sharded's work from a whole-model checkpoint
 // (capture_training_state's layout, as written with zero.stage 0): this
@@ -48,6 +51,6 @@ void load_whole(ZeroOptimizer& optimizer, const format::TensorFile& whole);
 // one safetensors file: "model.<name>" for every parameter (in the model's
 // dtype) and buffer, the layout capture_training_state() uses, so
 // restore_training_state() or Python's safetensors read it. Not collective.
-void consolidate_shards(const std::string& dir, const std::string& out_path);
+void consolidate_shards(format::FileSystem& fs, const std::string& dir, const std::string& out_path);
 
 }  // namespace paisoar::zero

@@ -1,4 +1,4 @@
-// FaultyFileSystem: a FileSystem over another one (the "disk", usually
+// FaultyFileSystem (test support, not in the library): a FileSystem over another one (the "disk", usually
 // memory_file_system()) that fails the way disks and crashes do, for tests
 // of what a save leaves behind; no privileges, no full tmpfs. A fault hits
 // the files created atomically whose path contains `path_contains`, after

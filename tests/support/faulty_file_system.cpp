@@ -2,7 +2,7 @@
 // that counts (NoSpace), fails its commit (SyncError), or keeps the bytes so
 // that its "death" can leave on the disk what a crash at that moment would
 // (CrashBeforeRename, TornFile). Files the fault misses go to the disk as is.
-#include "src/format/faulty_file_system.h"
+#include "tests/support/faulty_file_system.h"
 
 #include <c10/util/Exception.h>
 
