@@ -28,15 +28,11 @@
 #include "paisoar/comm/agreement.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/zero/sharded_checkpoint.h"
+#include "src/state/state_entries.h"
 #include "src/state/tensor_split_state.h"
 
 namespace paisoar::train {
 namespace {
-
-void add_prefixed(format::TensorMap& out, const std::string& prefix,
-                  const std::map<std::string, torch::Tensor>& state) {
-  for (const auto& [key, value] : state) out[prefix + key] = value;
-}
 
 std::string exact_text(double value) {
   char text[40];
@@ -98,14 +94,15 @@ SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProg
       {"train.config", config_text}};
   SaveSnapshot snapshot;
   snapshot.step = step;
-  checkpoint::TrainingState in_step_file{state.model, state.optimizer, true};
+  // The RNG goes in as a state entry, below.
+  checkpoint::TrainingState in_step_file{state.model, state.optimizer, false};
   const ModelStateLayout layout = ModelStateLayout::of_run(state.cut, state.zero != nullptr, step);
   layout.write(metadata);
   if (layout.form != ModelStateLayout::Form::InStepFile) {
     using Form = ModelStateLayout::Form;
     snapshot.model_dir = layout.dir;
     const std::string dir = layout.dir + (layout.form == Form::Parts ? "/" + state.cut.part.name() : "");
-    in_step_file = {nullptr, nullptr, true};
+    in_step_file = {nullptr, nullptr, false};
     // A part's files say which of its parameters are tensor-parallel shards.
     format::Metadata part_metadata = layout.form == Form::Parts ? split_metadata(*state.model) : format::Metadata{};
     part_metadata["train.step"] = std::to_string(step);
@@ -120,8 +117,7 @@ SaveSnapshot capture_save(const TrainerState& state, int64_t step, const RunProg
     }
   }
   snapshot.step_file = checkpoint::capture_training_state(in_step_file, std::move(metadata));
-  add_prefixed(snapshot.step_file.tensors, "schedule.", state.schedule->state_dict());
-  add_prefixed(snapshot.step_file.tensors, "scaler.", state.scaler->state_dict());
+  for (const StateEntry& entry : state_entries(state)) entry.save(snapshot.step_file.tensors);
   return snapshot;
 }
 

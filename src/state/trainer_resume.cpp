@@ -22,6 +22,7 @@
 #include "paisoar/zero/sharded_checkpoint.h"
 #include "src/state/checkpoint_metadata.h"
 #include "src/state/trainer_checkpoint.h"
+#include "src/state/state_entries.h"
 #include "src/state/tensor_split_state.h"
 
 namespace paisoar::train {
@@ -31,14 +32,6 @@ using detail::metadata_int;
 using detail::metadata_text;
 
 namespace {
-
-std::map<std::string, torch::Tensor> take_prefixed(const format::TensorMap& in, const std::string& prefix) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& [key, value] : in) {
-    if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
-  }
-  return out;
-}
 
 // One part directory (<dir>/p<stage>-t<shard>/) as a ShardSet: its
 // part.safetensors, or its ZeRO shards.
@@ -290,9 +283,7 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
     C10_THROW_ERROR(Error, !error.empty() ? error : "another rank cannot resume from " + c.source +
                                                         " (its error says why)");
   }
-  checkpoint::restore_training_state({nullptr, nullptr, true}, c);
-  state.schedule->load_state_dict(take_prefixed(c.tensors, "schedule."));
-  state.scaler->load_state_dict(take_prefixed(c.tensors, "scaler."));
+  for (const StateEntry& entry : state_entries(state)) entry.restore(c);
   return point;
 }
 
