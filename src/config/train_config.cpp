@@ -1,6 +1,8 @@
 // TrainConfig's schema: the one list of keys, their types, choices and help.
 #include "paisoar/train/train_config.h"
 
+#include "paisoar/layout/placements.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -187,7 +189,8 @@ void validate(const TrainConfig& c, int64_t world_size) {
   // shard's sum): fp16/bf16 send it in that precision; int8's error feedback
   // and PowerSGD's low-rank factors need each rank to hold the whole averaged
   // gradient, which a reduce-scatter never gives it.
-  require(c.zero.stage == 0 || c.distributed.compression == "none" || c.distributed.compression == "fp16" ||
+  require(!layout::DataSharding::of_zero_stage(c.zero.stage).any() || c.distributed.compression == "none" ||
+              c.distributed.compression == "fp16" ||
               c.distributed.compression == "bf16",
           "distributed.compression",
           "'" + c.distributed.compression + "' compresses a whole-gradient allreduce (its error feedback or "

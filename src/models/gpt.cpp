@@ -124,12 +124,8 @@ torch::Tensor GptImpl::forward(const torch::Tensor& idx) {
 
 std::vector<Layer> GptImpl::layers() {
   std::vector<Layer> out;
-  out.push_back({"embed", {{"transformer.wte", wte.ptr()}, {"transformer.wpe", wpe.ptr()}},
-                 [wte = wte, wpe = wpe, o = options_](const torch::Tensor& idx) mutable {
-                   check_tokens(idx, o.block_size, "Gpt");
-                   auto pos = torch::arange(idx.size(1), idx.options());
-                   return torch::dropout(wte(idx) + wpe(pos), o.dropout, wte->is_training());
-                 }});
+  out.push_back(gpt_embed_layer(wte.ptr(), [e = wte.ptr()](const torch::Tensor& idx) { return e->forward(idx); },
+                                wpe, options_, "Gpt"));
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->ptr<GptBlockImpl>(i);
     out.push_back({"h." + std::to_string(i), {{"transformer.h." + std::to_string(i), block}},
@@ -140,6 +136,16 @@ std::vector<Layer> GptImpl::layers() {
                    return torch::nn::functional::linear(ln_f(x), wte->weight);  // lm_head, tied to wte
                  }});
   return out;
+}
+
+Layer gpt_embed_layer(std::shared_ptr<torch::nn::Module> wte_module, LayerFn wte, torch::nn::Embedding wpe,
+                      const GptOptions& options, const char* model) {
+  return {"embed", {{"transformer.wte", wte_module}, {"transformer.wpe", wpe.ptr()}},
+          [wte = std::move(wte), wpe, o = options, model](const torch::Tensor& idx) mutable {
+            check_tokens(idx, o.block_size, model);
+            auto pos = torch::arange(idx.size(1), idx.options());
+            return torch::dropout(wte(idx) + wpe(pos), o.dropout, wpe->is_training());
+          }};
 }
 
 void check_tokens(const torch::Tensor& idx, int64_t block_size, const char* model) {

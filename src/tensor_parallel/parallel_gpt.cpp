@@ -31,12 +31,8 @@ torch::Tensor ParallelGptImpl::forward_logits_shard(const torch::Tensor& idx) {
 
 std::vector<models::Layer> ParallelGptImpl::layers() {
   std::vector<models::Layer> out;
-  out.push_back({"embed", {{"transformer.wte", wte.ptr()}, {"transformer.wpe", wpe.ptr()}},
-                 [wte = wte, wpe = wpe, o = options_](const torch::Tensor& idx) mutable {
-                   models::check_tokens(idx, o.block_size, "ParallelGpt");
-                   auto pos = torch::arange(idx.size(1), idx.options());
-                   return torch::dropout(wte(idx) + wpe(pos), o.dropout, wpe->is_training());
-                 }});
+  out.push_back(models::gpt_embed_layer(
+      wte.ptr(), [e = wte.ptr()](const torch::Tensor& idx) { return e->forward(idx); }, wpe, options_, "ParallelGpt"));
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->ptr<ParallelGptBlockImpl>(i);
     out.push_back({"h." + std::to_string(i), {{"transformer.h." + std::to_string(i), block}},

@@ -10,6 +10,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "paisoar/models/layer_sequence.h"
@@ -111,6 +112,13 @@ TORCH_MODULE(GptBlock);
 // on different stages holds it on both and sums its gradient across them.
 // Throws c10::Error unless `idx` is int64 [B, T] with T <= block_size.
 void check_tokens(const torch::Tensor& idx, int64_t block_size, const char* model);
+
+// Gpt's layer "embed": `wte` (the token embedding, computed by the module
+// `wte_module`: a plain or a vocab-parallel Embedding) plus wpe of the
+// positions, then dropout; `model` names it in errors. Shared with the
+// tensor-parallel ParallelGpt.
+Layer gpt_embed_layer(std::shared_ptr<torch::nn::Module> wte_module, LayerFn wte, torch::nn::Embedding wpe,
+                      const GptOptions& options, const char* model);
 
 class GptImpl : public torch::nn::Module, public Layered {
  public:
