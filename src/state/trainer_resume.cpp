@@ -274,8 +274,10 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
     }
     read_model_state(state, shards, newest->part_file ? &*newest->part_file : &c);
   } catch (const std::exception& e) {
-    error = "cannot resume from " + c.source +
-            (shards ? " (its model state in " + shards->dir + ")" : std::string()) + ": " + error_text(e);
+    // Both layouts named: the checkpoint's and this run's.
+    error = "cannot resume from " + c.source + " (its model and optimizer " + ModelStateLayout::of(c).describe() +
+            "; this run: pipeline " + std::to_string(state.cut.pipeline) + " x tensor " +
+            std::to_string(state.cut.tensor) + "): " + error_text(e);
   }
   // A part that does not fit fails on its stage's ranks only: every rank
   // stops here, none goes on to wait for it in the first step.

@@ -183,3 +183,20 @@ def test_a_run_over_its_memory_budget_stops_before_training_with_changes_that_fi
             assert words in r.err, f"{words!r} not in:\n{r}"
     assert "epoch 0 step" not in r.out + r.err, r  # no step was trained
     assert not (run_dir / "checkpoints").exists() or not any((run_dir / "checkpoints").glob("step-*")), r
+
+
+@pytest.mark.parametrize("sets, nproc, words", [
+    (["parallel.pipeline=5"], 5, ["parallel.pipeline: 5 stages", "fashion_cnn has 4 layers", "parallel.pipeline 4 or fewer"]),
+    (["parallel.tensor=3"], 3, ["parallel.tensor: 3", "fashion_cnn", "nearest width that works is parallel.tensor 2"]),
+    (["model.name=gpt", "data.format=text", "data.path=/usr/share/common-licenses/GPL-3", "model.n_head=6",
+      "model.n_embd=96", "parallel.tensor=4"], 4, ["parallel.tensor: 4", "gpt", "model.n_head (6)", "parallel.tensor 2"]),
+    (["model.name=resnet18", "parallel.tensor=2"], 2, ["parallel.tensor: 2", "resnet18 has no tensor-parallel layers"]),
+], ids=["more-stages-than-layers", "tensor-width-not-dividing", "tensor-width-not-dividing-heads", "no-tensor-layers"])
+def test_a_layout_the_model_cannot_take_is_refused_before_any_rank_starts(paisoar, tmp_path, sets, nproc, words):
+    args = ["train", "--config", CONFIG, "--nproc", str(nproc), "--set", f"run_dir={tmp_path / 'run'}"]
+    for s in sets:
+        args += ["--set", s]
+    r = paisoar(*args)
+    config_error(r, *words)
+    assert "[rank" not in r.out + r.err, r  # refused before the launcher started any rank
+    assert not (tmp_path / "run").exists(), r

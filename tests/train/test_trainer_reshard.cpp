@@ -266,6 +266,34 @@ TEST(TrainerReshard, ADamagedPartMakesEveryRankFallBackTogether) {
   std::filesystem::remove_all(base);
 }
 
+// A checkpoint whose tensors do not map onto this run's layout (here another
+// hidden width, cut for tensor parallelism) is refused on every rank, naming
+// the tensor and both layouts; the checkpoint stays usable by its own layout.
+TEST(TrainerReshard, ACheckpointThatDoesNotMapIsRefusedNamingTheTensorAndBothLayouts) {
+  const std::string base = ::testing::TempDir() + "paisoar_reshard_map_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  auto c = reshard_config(base, {2, 0});
+  c.model.hidden = {48, 32};
+  c.train.max_steps = 3;
+  fit_ranks(c, 2);
+  auto other = reshard_config(base, {2, 0, 1, 2});
+  other.model.hidden = {48, 48};
+  other.train.max_steps = 6;
+  const auto errors = paisoar::testing::rank_errors(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
+    train::Trainer trainer(other, comm);
+    trainer.fit(paisoar::testing::synthetic_task(other, trainer.tensor_group()));
+  });
+  for (const auto& e : errors) {
+    for (const char* word : {"cannot resume from", "step-000000000003", "whole, in the step file",
+                             "this run: pipeline 1 x tensor 2", "hidden.1.weight"}) {
+      EXPECT_NE(e.find(word), std::string::npos) << word << " not in: " << e;
+    }
+  }
+  c.train.max_steps = 6;  // its own layout resumes it
+  for (const auto& r : fit_ranks(c, 2)) EXPECT_NE(r.resumed_from.find("step-000000000003"), std::string::npos);
+  std::filesystem::remove_all(base);
+}
+
 TEST(TrainerReshard, AnotherBatchSizeIsRefused) {
   const std::string base = ::testing::TempDir() + "paisoar_reshard_batch_" + std::to_string(::getpid());
   std::filesystem::remove_all(base);
