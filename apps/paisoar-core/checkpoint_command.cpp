@@ -62,31 +62,6 @@ std::string megabytes(uint64_t bytes) {
   return text;
 }
 
-// "a:\n  b: 1  # help" -> {"a.b": "1"}: dump_config's nested YAML, flattened.
-std::map<std::string, std::string> flat_config(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::vector<std::string> sections;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t indent = line.find_first_not_of(' ');
-    const size_t colon = line.find(':');
-    if (indent == std::string::npos || colon == std::string::npos || line[indent] == '#') continue;
-    sections.resize(std::min(sections.size(), indent / 2));
-    const std::string key = line.substr(indent, colon - indent);
-    std::string value = line.substr(colon + 1);
-    const size_t comment = value.find("  # ");
-    if (comment != std::string::npos) value.resize(comment);
-    value.erase(0, value.find_first_not_of(' '));
-    if (value.empty()) {
-      sections.push_back(key);
-      continue;
-    }
-    std::string path;
-    for (const auto& s : sections) path += s + ".";
-    out[path + key] = value;
-  }
-  return out;
-}
 
 int verify(const std::string& path) {
   std::string root;
@@ -163,8 +138,8 @@ int inspect(const std::string& path, const std::string& config_path) {
     }
   }
   if (!config_path.empty()) {
-    const auto saved = flat_config(meta("train.config"));
-    const auto given = flat_config(train::dump_config(train::load_config(config_path)));
+    const auto saved = train::flat_config(meta("train.config"));
+    const auto given = train::flat_config(train::dump_config(train::load_config(config_path)));
     std::vector<std::string> lines;
     for (const auto& [key, value] : given) {
       const auto it = saved.find(key);

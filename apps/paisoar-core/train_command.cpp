@@ -59,13 +59,21 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   comm::CommOptions comm_options;
   comm_options.backend = comm::backend_named(config.distributed.backend, "distributed.backend");
   auto comm = comm::Communicator::from_env(comm_options);
-  train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
-  train::TrainTask task = train::make_task(config, trainer.tensor_group());
-  // Test-only: PAISOAR_TEST_FAULT=train.step:<k> kills the rank after step k
-  // (src/util/fault_point.h; paisoar-core installed the injector at start).
-  task.on_step = [](int64_t step) { util::fault_point("train.step", step); };
-  task.model->to(device);  // the pipeline's layers are its modules, so they move too
-  trainer.fit(task);
+  // A config error found inside the ranks (a model the data does not fit, a
+  // run over its memory budget, a checkpoint of another batch) exits with 2,
+  // as one found before they started does.
+  try {
+    train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
+    train::TrainTask task = train::make_task(config, trainer.tensor_group());
+    // Test-only: PAISOAR_TEST_FAULT=train.step:<k> kills the rank after step k
+    // (src/util/fault_point.h; paisoar-core installed the injector at start).
+    task.on_step = [](int64_t step) { util::fault_point("train.step", step); };
+    task.model->to(device);  // the pipeline's layers are its modules, so they move too
+    trainer.fit(task);
+  } catch (const train::ConfigError& e) {
+    std::cerr << "paisoar train: " << paisoar::error_text(e) << "\n";
+    return 2;
+  }
   return 0;
 }
 

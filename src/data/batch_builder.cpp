@@ -26,8 +26,9 @@ Example checked_example(const Dataset& dataset, int64_t index, int64_t epoch,
   const int64_t classes = dataset.num_classes();
   if (classes > 0 && (ex.label < 0 || ex.label >= classes)) {
     throw DataError(dataset.describe_label(index) + ": label " + std::to_string(ex.label) +
-                    " is outside [0, " + std::to_string(classes) +
-                    "); fix the label or the number of classes");
+                    " is outside [0, " + std::to_string(classes) + ") of the " + std::to_string(classes) +
+                    " classes the data set has (model.num_classes for paisoar train); fix the label or the "
+                    "number of classes");
   }
   if (!ex.data.defined()) {
     throw DataError(dataset.describe(index) + ": the data set returned no data");
@@ -52,9 +53,10 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
     Example ex;
     try {
       ex = checked_example(dataset, index, request.epoch, options);
-    } catch (const DataError&) {
+    } catch (const DataError& e) {
       if (options.on_error == OnError::Raise) throw;
       ++batch.skipped;
+      if (batch.skipped_why.size() < LoaderStats::kReasonsKept) batch.skipped_why.push_back(e.what_without_backtrace());
       continue;
     }
     auto sample = ex.data.contiguous();
@@ -89,8 +91,9 @@ Batch build_batch(const Dataset& dataset, const BatchRequest& request,
   const auto kept = static_cast<int64_t>(labels.size());
   if (!batch.data.defined()) {
     throw DataError("every sample of batch " + std::to_string(request.batch) + " (epoch " +
-                    std::to_string(request.epoch) + ") is bad, the first " +
-                    dataset.describe(request.indices[0]) + "; the data set looks broken, not one file");
+                    std::to_string(request.epoch) + ") is bad, the first because " +
+                    (batch.skipped_why.empty() ? dataset.describe(request.indices[0]) : batch.skipped_why[0]) +
+                    "; the data set looks broken, not one file");
   }
   if (kept < request.count) batch.data = batch.data.narrow(0, 0, kept);
   if (!targets.empty()) {

@@ -200,6 +200,10 @@ std::optional<Batch> DataLoader::next() {
   result.batch.wait_s = wait;
   ++stats_.batches;
   stats_.skipped += result.batch.skipped;
+  stats_.samples += result.batch.data.defined() ? result.batch.data.size(0) : 0;
+  for (const auto& why : result.batch.skipped_why) {
+    if (stats_.skipped_why.size() < LoaderStats::kReasonsKept) stats_.skipped_why.push_back(why);
+  }
   stats_.total_wait_s += wait;
   stats_.last_wait_s = wait;
   return std::move(result.batch);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "paisoar/data/data_error.h"
 #include "paisoar/memory/device_memory.h"
 #include "paisoar/memory/memory_report.h"
 #include "paisoar/memory/tracking_allocator.h"
@@ -72,16 +73,37 @@ int64_t measure_step_bytes(torch::nn::Module& model, const ForwardFn& forward, c
 }
 
 std::pair<torch::Tensor, torch::Tensor> first_samples(const data::Dataset& data, int64_t n, c10::Device device) {
-  std::vector<torch::Tensor> inputs;
+  std::vector<torch::Tensor> inputs, targets;
   std::vector<int64_t> labels;
-  for (int64_t i = 0; i < std::min(n, data.size()); ++i) {
+  std::string first_bad;  // the loader reports bad samples; the probe only leaves them out
+  const int64_t classes = data.num_classes();
+  for (int64_t i = 0; i < data.size() && static_cast<int64_t>(inputs.size()) < n; ++i) {
     data::SampleRng rng(0, 0, static_cast<uint64_t>(i));
-    data::Example e = data.get(i, rng);
+    data::Example e;
+    try {
+      e = data.get(i, rng);
+    } catch (const data::DataError& error) {
+      if (first_bad.empty()) first_bad = error.what_without_backtrace();
+      continue;
+    }
+    if (!e.target.defined() && classes > 0 && (e.label < 0 || e.label >= classes)) {
+      if (first_bad.empty()) {
+        first_bad = data.describe_label(i) + ": label " + std::to_string(e.label) + " is outside [0, " +
+                    std::to_string(classes) + ")";
+      }
+      continue;
+    }
     inputs.push_back(e.data);
-    labels.push_back(e.label);
+    if (e.target.defined()) {
+      targets.push_back(e.target);
+    } else {
+      labels.push_back(e.label);
+    }
   }
-  TORCH_CHECK(!inputs.empty(), "the training data is empty");
-  return {torch::stack(inputs).to(device), torch::tensor(labels, torch::kLong).to(device)};
+  TORCH_CHECK(!inputs.empty(), "no good sample among the training data's first ones",
+              first_bad.empty() ? std::string() : " (the first: " + first_bad + ")");
+  const torch::Tensor y = targets.empty() ? torch::tensor(labels, torch::kLong) : torch::stack(targets);
+  return {torch::stack(inputs).to(device), y.to(device)};
 }
 
 int64_t measure_optimizer_step_bytes(const torch::nn::Module& model, const OptimizerConfig& config,

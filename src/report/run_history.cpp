@@ -76,8 +76,35 @@ void require_numbers(const nlohmann::json& record) {
   for (const char* key : kNumericFields) {
     const auto it = record.find(key);
     if (it == record.end() || it->is_null()) continue;
-    if (!it->is_number()) throw util::JsonTextError(std::string("\"") + key + "\" is " + util::json_kind(*it));
+    if (!it->is_number()) {
+      throw util::JsonTextError(std::string("\"") + key + "\" is " + util::json_kind(*it) + ", not a number");
+    }
   }
+}
+
+// `object[key]` as text ("" when absent or null); the field named otherwise.
+std::string text_of(const nlohmann::json& object, const std::string& key, const std::string& name) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  if (!it->is_string()) throw util::JsonTextError(name + " is " + util::json_kind(*it) + ", not a string");
+  return it->get<std::string>();
+}
+
+// An "advice" record's list of findings, each field read as text.
+std::vector<Finding> advice_of(const nlohmann::json& record) {
+  std::vector<Finding> advice;
+  const auto it = record.find("advice");
+  if (it == record.end() || it->is_null()) return advice;
+  if (!it->is_array()) throw util::JsonTextError("\"advice\" is " + util::json_kind(*it) + ", not a list");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const auto& a = (*it)[i];
+    const std::string name = "\"advice\" entry " + std::to_string(i + 1);
+    if (!a.is_object()) throw util::JsonTextError(name + " is " + util::json_kind(a) + ", not an object");
+    advice.push_back(Finding{text_of(a, "verdict", name + "'s \"verdict\""),
+                             text_of(a, "evidence", name + "'s \"evidence\""),
+                             text_of(a, "action", name + "'s \"action\"")});
+  }
+  return advice;
 }
 
 // run_start's "world_size": an integer that fits an int (1e87 or 2.5 is a
@@ -97,11 +124,12 @@ int world_size_of(const nlohmann::json& record) {
 void take_record(const nlohmann::json& record, const std::string& file, size_t line_number, RunHistory& run,
                  ByStep& steps, ByStep& evals) {
   require_numbers(record);
-  const std::string event = record.value("event", "");
+  const std::string event = text_of(record, "event", "\"event\"");
   const int64_t step = util::json_integer(record["step"], "\"step\"");
   if (event == "run_start") {
-    const RunStart start{step, world_size_of(record), record.value("time", 0.0),
-                         record.value("config", std::string())};
+    const auto time = record.find("time");  // a number or null (require_numbers)
+    const RunStart start{step, world_size_of(record), time == record.end() || time->is_null() ? 0.0 : time->get<double>(),
+                         text_of(record, "config", "\"config\"")};
     const size_t dropped = steps.drop_after(step) + evals.drop_after(step);
     if (dropped > 0) {
       run.warnings.push_back(file + ":" + std::to_string(line_number) + ": resumed at step " + std::to_string(step) +
@@ -110,11 +138,7 @@ void take_record(const nlohmann::json& record, const std::string& file, size_t l
     }
     run.starts.push_back(start);
   } else if (event == "advice") {
-    std::vector<Finding> advice;
-    for (const auto& a : record.value("advice", nlohmann::json::array())) {
-      advice.push_back(Finding{a.value("verdict", ""), a.value("evidence", ""), a.value("action", "")});
-    }
-    run.advice = std::move(advice);
+    run.advice = advice_of(record);
     run.advised = true;
   } else if (record.contains("accuracy")) {
     evals.put(record);
@@ -161,7 +185,8 @@ RunHistory read_run(const std::string& dir) {
   const auto skip_mistyped = [&](const std::string& why) {
     if (mistyped++ == 0) {
       run.warnings.push_back(file + ":" + std::to_string(line_number) + ": a record with a field of the wrong type " +
-                             "was skipped (" + why + "); paisoar train writes numbers where numbers belong");
+                             "was skipped (" + why + "; paisoar train did not write it so: the file was edited or "
+                             "written by another program)");
     }
   };
   std::string line;
@@ -181,8 +206,8 @@ RunHistory read_run(const std::string& dir) {
     }
     try {
       take_record(record, file, line_number, run, steps, evals);
-    } catch (const nlohmann::json::exception& e) {
-      skip_mistyped(util::json_error_text(e));
+    } catch (const nlohmann::json::exception& e) {  // a field read above did not foresee: quoted after ours
+      skip_mistyped("a field could not be read: " + util::json_error_text(e));
     } catch (const util::JsonTextError& e) {
       skip_mistyped(e.what());
     }

@@ -182,6 +182,25 @@ void RunReport::advice(int64_t step, const std::vector<profiler::Advice>& advice
   write_record(metrics_, {{"time", wall_clock_s()}, {"event", "advice"}, {"step", step}, {"advice", found}});
 }
 
+void RunReport::skipped_samples(int64_t step, int64_t skipped, int64_t read, const std::vector<std::string>& why,
+                                double warn_share) {
+  if (!lead_ || skipped == 0) return;
+  const double share = read > 0 ? static_cast<double>(skipped) / static_cast<double>(read) : 1.0;
+  std::string line = "data: " + std::to_string(skipped) + " of " + std::to_string(read) +
+                     " samples read were bad and skipped (data.on_error: skip)";
+  for (size_t i = 0; i < why.size(); ++i) line += (i == 0 ? "; the first: " : "; ") + why[i];
+  if (static_cast<int64_t>(why.size()) < skipped) line += "; ...";
+  message(line);
+  write_record(metrics_, {{"time", wall_clock_s()}, {"event", "skipped_samples"}, {"step", step},
+                          {"skipped", skipped}, {"read", read}, {"first", why}});
+  if (share > warn_share) {
+    std::fprintf(stderr, "warning: %s of the samples read were bad and skipped, more than %s: the data set looks "
+                         "damaged; check the files named above (data.on_error: raise stops at the first)\n",
+                 format("%.1f%%", 100 * share, 0).c_str(), format("%.1f%%", 100 * warn_share, 0).c_str());
+    std::fflush(stderr);
+  }
+}
+
 void RunReport::message(const std::string& text) {
   if (!lead_) return;
   // On a terminal the bar's line is redrawn in place: start a fresh line, and

@@ -74,6 +74,12 @@ class RunReport {
   // A line of its own (the header, a resume, the profiler's report).
   void message(const std::string& text);
   void summary(const TrainResult& result, double target_accuracy);
+  // The lead's line and metrics record for samples dropped under
+  // data.on_error: skip (`why`: the first few reasons, each naming its
+  // sample), and a warning on stderr when more than `warn_share` of those
+  // read were; nothing when none was.
+  void skipped_samples(int64_t step, int64_t skipped, int64_t read, const std::vector<std::string>& why,
+                       double warn_share);
 
  private:
   const bool lead_;

@@ -57,6 +57,9 @@ struct TrainerState {
   // the world without model parallelism. Its rank 0 writes the model state
   // unless it is sharded by ZeRO over all of them.
   std::shared_ptr<comm::Communicator> part_group;
+  // This run's config (dump_config): a resume compares the checkpoint's
+  // with it and names what changed.
+  std::string config_text;
   // How the run cuts the model (ModelStateLayout): split, `model` is this
   // rank's part, written to <dir>/parts-<step>/<cut.part.name()>/; a
   // checkpoint of another cut is resharded on resume.

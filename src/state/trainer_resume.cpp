@@ -211,6 +211,30 @@ std::optional<ResumeSource> newest_checkpoint(const checkpoint::CheckpointManage
   return std::nullopt;
 }
 
+namespace {
+
+// Refuses (ConfigError, the same on every rank) a checkpoint made with a
+// setting a resume cannot take, naming each changed one with both values,
+// the file, and what a resume can take instead.
+void check_settings(const format::TensorFile& c, const std::string& run_config) {
+  const auto saved = c.metadata.find("train.config");
+  if (saved == c.metadata.end() || run_config.empty()) return;
+  std::string cannot, can;
+  for (const ConfigChange& change : config_changes(saved->second, run_config)) {
+    if (change.key == "run_dir" || change.key.rfind("checkpoint.", 0) == 0) continue;  // where it lives
+    std::string& list = resume_takes_change(change.key) ? can : cannot;
+    list += (list.empty() ? "" : "; ") + change.key + " " + change.was + " there, " + change.now + " now";
+  }
+  if (cannot.empty()) return;
+  throw ConfigError(c.source + ": it was made with settings a resume cannot take: " + cannot +
+                    " (they fix the sample order, the step count or the model). Set them back to resume from it, "
+                    "or point checkpoint.dir elsewhere to start over. A resume takes other changes (the layout: "
+                    "ranks, parallel.*, zero.stage; the optimizer and schedule; data.workers; logging)" +
+                    (can.empty() ? std::string() : ", and these changed too: " + can));
+}
+
+}  // namespace
+
 std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSource>& newest,
                                                  const TrainerState& state, const BatchShape& batch,
                                                  const std::shared_ptr<comm::Communicator>& comm) {
@@ -227,6 +251,7 @@ std::optional<ResumePoint> restore_trainer_state(const std::optional<ResumeSourc
   }
   if (!newest) return std::nullopt;
   const auto& c = newest->step_file.checkpoint;
+  check_settings(c, state.config_text);
   const int64_t saved_batch = metadata_int(c, "train.batch_size", 1);
   if (saved_batch != batch.batch_size) {
     C10_THROW_ERROR(Error, c.source + ": metadata 'train.batch_size' is " + std::to_string(saved_batch) +

@@ -156,6 +156,20 @@ void TrainRun::explain_skips(int64_t step, bool stepped) {
   std::fflush(stderr);
 }
 
+void TrainRun::report_skipped_samples(int64_t step, TrainResult& result) {
+  constexpr double kWarnShare = 0.01;  // more than 1% of the samples bad: say the data set looks damaged
+  // Every rank of a replica reads the same samples: its first rank counts them.
+  const bool counts = place_.placements.at().pipeline == 0 && place_.placements.at().tensor == 0;
+  const data::LoaderStats& stats = loader_.stats();
+  auto n = torch::tensor({counts ? static_cast<double>(stats.skipped) : 0.0,
+                          counts ? static_cast<double>(stats.samples + stats.skipped) : 0.0},
+                         torch::kDouble);
+  world_->allreduce(n).wait();
+  result.skipped_samples = n[0].item<int64_t>();
+  result.read_samples = n[1].item<int64_t>();
+  report_->skipped_samples(step, result.skipped_samples, result.read_samples, stats.skipped_why, kWarnShare);
+}
+
 void TrainRun::check_memory() {
   // Not predicted where a forward talks to other ranks (a stage, a tensor
   // shard, gathered parameters): the probe runs on this rank alone.
@@ -213,7 +227,7 @@ void TrainRun::check_memory() {
       }
     }
   } catch (const std::exception& e) {
-    skipped = error_text(e);
+    skipped = "probing one micro-batch on this rank failed: " + error_text(e);  // the cause quoted after our words
   }
   if (!skipped.empty() && place_.rank == 0) report_->message("memory: not predicted (" + skipped + ")");
   if (comm::any_rank(world_, !over.empty())) {
@@ -224,6 +238,7 @@ void TrainRun::check_memory() {
 
 TrainerState TrainRun::trainer_state() {
   TrainerState state{task_.model.get(), &sync_->optimizer(), &*schedule_, &scaler_, sync_->zero(), world_, data_comm_};
+  state.config_text = config_text_;
   state.cut = cut_of(place_.placements);
   if (state.cut.split()) {
     // Each rank holds a part: its stage's (shard of the) layers.
@@ -391,6 +406,7 @@ std::function<double()> TrainRun::evaluation() {
   role.counts = place_.placements.counts_outputs(micro_->holds_logits());
   role.forward = micro_->eval_forward();
   role.regions = sync_->gathering();
+  role.on_error = plan_.loader.on_error;
   return [this, role] {
     comm::ActivityScope evaluating(tools_->flight, util::Activity::Evaluation);
     return evaluate(task_, *world_, role, config_.data.workers, plan_.precision, config_.data.eval_limit);
@@ -414,6 +430,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
   }
   evals.score_if_unscored();
   TrainResult result;
+  report_skipped_samples(step, result);
   result.resumed_from = start_.path;
   result.final_loss = final_loss;
   result.accuracy = evals.accuracy();

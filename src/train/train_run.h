@@ -114,6 +114,9 @@ class TrainRun {
   // step (memory_prediction.h) and printed by the lead; every rank throws
   // ConfigError when any rank's is over its budget.
   void check_memory();
+  // Collective: the samples dropped under data.on_error: skip over every
+  // replica, into `result` and the lead's line and metrics record.
+  void report_skipped_samples(int64_t step, TrainResult& result);
   // After each optimizer step under loss scaling: on the 5th skip in a row
   // (at most 3 times a run) the last micro-batch's non-finite gradients are
   // traced to a region and printed (MicroSteps::explain_skipped_steps).

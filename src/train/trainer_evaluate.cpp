@@ -21,6 +21,7 @@ double evaluate(const TrainTask& task, comm::Communicator& comm, const EvalRole&
     o.batch_size = 256;
     o.workers = workers;
     o.shuffle = false;
+    o.on_error = role.on_error;
     data::DataLoader loader(std::make_shared<data::RangeView>(task.eval_data, begin, end), o);
     task.model->eval();
     torch::NoGradGuard no_grad;

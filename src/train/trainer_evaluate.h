@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "paisoar/comm/communicator.h"
+#include "paisoar/data/data_loader.h"
 #include "paisoar/train/trainer.h"
 #include "src/config/precision_context.h"
 
@@ -25,6 +26,9 @@ struct EvalRole {
   // What the forward runs its layer regions through (ZeRO-3 gathers
   // parameters there); null for none.
   amp::RegionRunner* regions = nullptr;
+  // A bad evaluation sample stops the run (Raise) or is left out of the
+  // score (Skip), as data.on_error says for training samples too.
+  data::OnError on_error = data::OnError::Raise;
 };
 
 // Accuracy (percent) over the first `limit` evaluation samples (0: all), under

@@ -23,6 +23,16 @@ class Result:
         return f"exit {self.code}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
 
 
+# What the libraries under paisoar say in their own words: a message a user
+# reads never passes one through bare (tests/cli checks every run's output).
+LIBRARY_PHRASES = ("cannot use value()", "type must be", "is out of bounds", "bad file", "Exception raised from",
+                   "[json.exception", "basic_string::", "std::bad_")
+
+
+def library_phrases(text):
+    return [p for p in LIBRARY_PHRASES if p in text]
+
+
 def run(*args, timeout=120, cwd=None, env=None):
     if not BIN.exists():
         pytest.fail(f"{BIN} does not exist: build paisoar first (scripts/build.sh)")
@@ -35,6 +45,9 @@ def run(*args, timeout=120, cwd=None, env=None):
     except UnicodeDecodeError as e:
         pytest.fail(f"paisoar {' '.join(map(str, args))} printed bytes that are not text: {e}\n"
                     f"{done.stdout!r}\n{done.stderr!r}")
+    leaked = library_phrases(out + err)
+    if leaked:
+        pytest.fail(f"paisoar {' '.join(map(str, args))} passed a library's words through: {leaked}\n{out}\n{err}")
     return Result(done.returncode, out, err)
 
 

@@ -68,6 +68,39 @@ def test_labels_out_of_range_name_the_labels_file(paisoar, tmp_path):
     failed_naming(r, str(root / "train-labels-idx1-ubyte.gz") + " record 3", "label 255 is outside [0, 10)")
 
 
+def test_labels_all_out_of_range_under_skip_name_the_labels_file_and_why(paisoar, tmp_path):
+    root = idx_set(tmp_path / "idx", label=lambda i: 255)
+    r = train(paisoar, tmp_path, f"data.path={root}", "data.on_error=skip", "train.max_steps=1")
+    failed_naming(r, "every sample of batch 0", str(root / "train-labels-idx1-ubyte.gz"), "label 255 is outside [0, 10)",
+                  "model.num_classes", "the data set looks broken")
+    assert "Target 255" not in r.out + r.err, r  # the memory probe leaves bad samples out, as the loader does
+
+
+def test_a_run_that_skipped_samples_says_how_many_and_which(paisoar, tmp_path):
+    root = idx_set(tmp_path / "idx", label=lambda i: 255 if i in (3, 7) else i % 10)
+    r = train(paisoar, tmp_path, f"data.path={root}", "data.on_error=skip", "train.max_steps=8")  # the whole epoch
+    assert r.code == 0, r
+    labels = str(root / "train-labels-idx1-ubyte.gz")
+    line = next((l for l in r.out.splitlines() if "samples read were bad and skipped" in l), "")
+    assert "2 of 64 samples read were bad and skipped (data.on_error: skip); the first: " in line, r
+    assert labels + " record 3" in line and labels + " record 7" in line, r
+    assert "more than 1.0%" in r.err and "the data set looks damaged" in r.err, r  # 2 of 64 is over 1%
+    record = next(json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+                  if '"skipped_samples"' in l)
+    assert record["skipped"] == 2 and record["read"] == 64 and len(record["first"]) == 2, record
+
+
+def test_resume_after_a_setting_changed_names_it_both_values_and_the_file(paisoar, tmp_path):
+    root = idx_set(tmp_path / "idx")
+    r = train(paisoar, tmp_path, f"data.path={root}", "train.max_steps=2")
+    assert r.code == 0, r
+    r = train(paisoar, tmp_path, f"data.path={root}", "train.max_steps=4", "data.train_limit=16")
+    assert r.code == 2, r
+    for words in ("step-000000000002.safetensors", "settings a resume cannot take", "data.train_limit 0 there, 16 now",
+                  "Set them back", "point checkpoint.dir elsewhere"):
+        assert words in r.err, f"{words!r} not in:\n{r}"
+
+
 def test_shard_set_without_classes_is_refused(paisoar, tmp_path):
     root = image_folder(tmp_path / "images")
     shards = tmp_path / "shards"

@@ -7,6 +7,8 @@ import os
 import resource
 import subprocess
 
+import pytest
+
 from cli_support import BIN, printable
 
 
@@ -73,6 +75,31 @@ def test_records_of_the_wrong_type_are_skipped_with_the_line_named(paisoar, tmp_
     assert printable(r.err), r
     assert f"{run}/metrics.jsonl:1: a record with a field of the wrong type was skipped" in r.err, r
     assert "json.exception" not in r.err, r
+
+
+# Each field of the wrong type is named in paisoar's words (what it is, what
+# it should be), never in the JSON library's ("cannot use value()", "type
+# must be ...").
+@pytest.mark.parametrize("field, value, words", [
+    ("event", 3, '"event" is a number, not a string'),
+    ("config", 7, '"config" is a number, not a string'),
+    ("loss", "abc", '"loss" is a string, not a number'),
+    ("advice", [3], '"advice" entry 1 is a number, not an object'),
+    ("advice", "x", '"advice" is a string, not a list'),
+])
+def test_a_field_of_the_wrong_type_is_named_in_our_words(paisoar, tmp_path, field, value, words):
+    bad = records(3)
+    target = bad[0] if field in ("event", "config") else bad[1]
+    if field == "advice":
+        target = {"event": "advice", "step": 2, "advice": value}
+        bad.append(target)
+    target[field] = value
+    run = write_run(tmp_path / "run", bad)
+    r = paisoar("report", run)
+    assert r.code == 0, r
+    assert "a record with a field of the wrong type was skipped (" + words in r.err, r
+    for phrase in ("cannot use value()", "type must be", "json.exception", "numbers where numbers belong"):
+        assert phrase not in r.err, r
 
 
 def test_unknown_flag(paisoar, tmp_path):

@@ -172,12 +172,12 @@ def test_a_run_over_its_memory_budget_stops_before_training_with_changes_that_fi
     r = paisoar("train", "--config", CONFIG, "--nproc", "2", "--set", f"run_dir={run_dir}",
                 "--set", "data.train_limit=512", "--set", "train.max_steps=2", "--set", "memory.budget_mb=12",
                 timeout=300)
-    # Raised inside each rank's Trainer: the launcher's failure code, as for
-    # a checkpoint directory in use.
-    assert r.code == 1, r
+    # Raised inside each rank's Trainer, a config error all the same: exit 2,
+    # as one found before the ranks start.
+    assert r.code == 2, r
     assert printable(r.err), r
     for rank in (0, 1):
-        for words in (f"[rank{rank}]: paisoar: error: memory: rank {rank}'s predicted peak is",
+        for words in (f"[rank{rank}]: paisoar train: memory: rank {rank}'s predicted peak is",
                       "over its budget of 12.0 MiB (memory.budget_mb)", "stops before the first step",
                       "Changes that fit, cheapest first:", f"[rank{rank}]:   train.grad_accumulation: 8  -> predicted"):
             assert words in r.err, f"{words!r} not in:\n{r}"

@@ -266,9 +266,11 @@ TEST(TrainerReshard, ADamagedPartMakesEveryRankFallBackTogether) {
   std::filesystem::remove_all(base);
 }
 
-// A checkpoint whose tensors do not map onto this run's layout (here another
-// hidden width, cut for tensor parallelism) is refused on every rank, naming
-// the tensor and both layouts; the checkpoint stays usable by its own layout.
+// A checkpoint whose tensors do not map onto this run's model and layout
+// (the same config, a model built otherwise: a user's changed model code) is
+// refused on every rank, naming the tensor and both layouts; the checkpoint
+// stays usable by its own. A changed model.* setting is refused before that,
+// by name (below).
 TEST(TrainerReshard, ACheckpointThatDoesNotMapIsRefusedNamingTheTensorAndBothLayouts) {
   const std::string base = ::testing::TempDir() + "paisoar_reshard_map_" + std::to_string(::getpid());
   std::filesystem::remove_all(base);
@@ -276,12 +278,13 @@ TEST(TrainerReshard, ACheckpointThatDoesNotMapIsRefusedNamingTheTensorAndBothLay
   c.model.hidden = {48, 32};
   c.train.max_steps = 3;
   fit_ranks(c, 2);
-  auto other = reshard_config(base, {2, 0, 1, 2});
-  other.model.hidden = {48, 48};
-  other.train.max_steps = 6;
+  c.parallel.tensor = 2;
+  c.train.max_steps = 6;
+  auto other_model = c;
+  other_model.model.hidden = {48, 48};
   const auto errors = paisoar::testing::rank_errors(2, [&](int, std::shared_ptr<comm::Communicator> comm) {
-    train::Trainer trainer(other, comm);
-    trainer.fit(paisoar::testing::synthetic_task(other, trainer.tensor_group()));
+    train::Trainer trainer(c, comm);
+    trainer.fit(paisoar::testing::synthetic_task(other_model, trainer.tensor_group()));
   });
   for (const auto& e : errors) {
     for (const char* word : {"cannot resume from", "step-000000000003", "whole, in the step file",
@@ -289,8 +292,27 @@ TEST(TrainerReshard, ACheckpointThatDoesNotMapIsRefusedNamingTheTensorAndBothLay
       EXPECT_NE(e.find(word), std::string::npos) << word << " not in: " << e;
     }
   }
-  c.train.max_steps = 6;  // its own layout resumes it
+  c.parallel.tensor = 1;  // its own layout resumes it
   for (const auto& r : fit_ranks(c, 2)) EXPECT_NE(r.resumed_from.find("step-000000000003"), std::string::npos);
+  std::filesystem::remove_all(base);
+}
+
+// A setting that fixes the samples or the model, changed since the
+// checkpoint, is named with both values, the file and what to do; changes a
+// resume takes are listed beside it.
+TEST(TrainerReshard, AChangedSettingAResumeCannotTakeIsNamed) {
+  const std::string base = ::testing::TempDir() + "paisoar_reshard_changed_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  auto c = reshard_config(base, {2, 0});
+  c.train.max_steps = 3;
+  train_with(c, 2);
+  c.train.max_steps = 6;
+  c.data.train_limit = 320;
+  c.optimizer.lr = 0.001;
+  expect_error_of<std::runtime_error>([&] { train_with(c, 2); },
+                                      {"step-000000000003.safetensors", "settings a resume cannot take",
+                                       "data.train_limit 640 there, 320 now", "Set them back",
+                                       "these changed too: optimizer.lr"});
   std::filesystem::remove_all(base);
 }
 
@@ -303,7 +325,7 @@ TEST(TrainerReshard, AnotherBatchSizeIsRefused) {
   c.train.max_steps = 6;
   c.train.batch_size = 32;
   expect_error_of<std::runtime_error>([&] { train_with(c, 2); },
-                                      {"step-000000000003.safetensors", "'train.batch_size' is 64",
-                                       "this run's train.batch_size is 32", "set train.batch_size: 64"});
+                                      {"step-000000000003.safetensors", "settings a resume cannot take",
+                                       "train.batch_size 64 there, 32 now", "Set them back"});
   std::filesystem::remove_all(base);
 }

@@ -51,6 +51,8 @@ struct Batch {
   int64_t epoch = 0;
   int64_t index = 0;      // batch number within the epoch
   int64_t skipped = 0;    // samples of this batch dropped by OnError::Skip
+  // Why the first few of them were dropped (each names the sample and its file).
+  std::vector<std::string> skipped_why;
   double wait_s = 0.0;    // how long next() waited for this batch
 };
 
@@ -61,8 +63,12 @@ struct LoaderPosition {
 };
 
 struct LoaderStats {
+  // At most this many reasons are kept in skipped_why.
+  static constexpr size_t kReasonsKept = 3;
   int64_t batches = 0;        // delivered since construction
+  int64_t samples = 0;        // delivered since construction
   int64_t skipped = 0;        // samples dropped by OnError::Skip
+  std::vector<std::string> skipped_why;  // why the first few were dropped
   double total_wait_s = 0.0;  // the consumer's waits, summed
   double last_wait_s = 0.0;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -207,5 +208,21 @@ hybrid::ParallelLayout parallel_layout(const TrainConfig& config, int64_t world_
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 std::string dump_config(const TrainConfig& config);
+
+// dump_config()'s text flattened to key -> value ("optimizer.lr" -> "0.1").
+std::map<std::string, std::string> flat_config(const std::string& dumped);
+
+// A setting that differs between two dump_config() texts.
+struct ConfigChange {
+  std::string key, was, now;
+};
+std::vector<ConfigChange> config_changes(const std::string& was, const std::string& now);
+
+// Whether a resume can continue a run made with another value of `key`: not
+// for what fixes the sample order, the step count or the model
+// (train.batch_size, seed, data.path, data.format, data.train_limit,
+// model.*); yes for the rest (the layout, the optimizer, the loader's
+// threads, logging, ...).
+bool resume_takes_change(const std::string& key);
 
 }  // namespace paisoar::train

@@ -91,6 +91,10 @@ struct TrainResult {
   // -1: not predicted / measured.
   int64_t predicted_peak_bytes = -1;
   int64_t measured_peak_bytes = -1;
+  // Training samples dropped as bad under data.on_error: skip, over every
+  // data-parallel replica, and the samples read in all (kept and dropped).
+  int64_t skipped_samples = 0;
+  int64_t read_samples = 0;
 };
 
 // With parallel.pipeline or parallel.tensor > 1 (docs/PARALLEL.md) the ranks
