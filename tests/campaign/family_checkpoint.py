@@ -184,7 +184,25 @@ def cases(seeds):
                              f"{STEP2} byte {at} set to {value:#04x}, step 1 intact", write(with_byte(data, at, value)),
                              True, FALLS_BACK))
     out += not_regular(seeds)
+    out += changed_settings(seeds)
     return out
+
+
+def changed_settings(seeds):
+    """An intact checkpoint resumed with a setting changed since it was made:
+    one a resume cannot take is refused naming the key, both values and the
+    file; one it can take resumes."""
+    def case(name, setting, refused):
+        def prepare(where):
+            run = copy_tree(seeds.run, where / "run")
+            args = resume_args(seeds, run) + list(sets(setting))
+            names = [setting.split("=")[0]] if refused else []
+            return Prepared(args, names, check=None if refused else resumed_at(2))
+        accept = None if refused else "a resume takes this change (the layout, the optimizer, the loader's threads)"
+        return Case("checkpoint/changed-setting", name, f"resumed with {setting}", prepare, accept)
+    return [case("train-limit", "data.train_limit=32", True), case("batch-size", "train.batch_size=16", True),
+            case("model-hidden", "model.hidden=[8]", True), case("seed", "seed=7", True),
+            case("workers", "data.workers=2", False), case("lr", "optimizer.lr=0.01", False)]
 
 
 def not_regular(seeds):

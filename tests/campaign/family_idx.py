@@ -112,6 +112,34 @@ class IdxFamily:
                      "a label in [0, 10) is a valid class" if value < 10 else None,
                      "convert knows no class count: it stores the labels as they are, one class per label "
                      "value up to the largest (training then checks them against model.num_classes)")
+        self.skipped_labels(raw_labels)
+
+    def skipped_labels(self, raw_labels):
+        """Labels out of range under data.on_error: skip: one is skipped and the
+        run's end says so naming the labels file; all of them stop the run
+        naming the labels file and why."""
+        def prepare_skip(damage, check):
+            def prepare(where):
+                data = where / "idx"
+                data.mkdir()
+                for p in self.seeds.idx.iterdir():
+                    (data / p.name).write_bytes(gz(gzip.decompress(p.read_bytes())))
+                damage(data)
+                args = ["train", *tiny(batch=32), *sets(f"data.path={data}", f"run_dir={where / 'run'}",
+                                                        "data.eval_limit=16", "data.on_error=skip")]
+                return Prepared(args, [str(data / LABELS)], check=check(data))
+            return prepare
+        one = with_byte(raw_labels, LABELS_HEADER + 5, 255)
+        said = lambda data: lambda run: None if ("1 of 64 samples read were bad and skipped" in
+                                                 run.out.decode(errors="replace") and
+                                                 str(data / LABELS) in run.out.decode(errors="replace")) \
+            else "its end did not say 1 of 64 samples were skipped, naming the labels file"
+        self.cases.append(Case("train-idx/label-skip", "one-255", f"{LABELS}: one label 255 under data.on_error: skip",
+                               prepare_skip(self.write(LABELS, gz(one)), said),
+                               "data.on_error: skip drops the sample and says so at the end"))
+        every = raw_labels[:LABELS_HEADER] + bytes([255]) * (len(raw_labels) - LABELS_HEADER)
+        self.cases.append(Case("train-idx/label-skip", "all-255", f"{LABELS}: every label 255 under data.on_error: skip",
+                               prepare_skip(self.write(LABELS, gz(every)), lambda data: None)))
 
     def lying_sizes(self):
         pixels, labels = self.raw[IMAGES][IMAGES_HEADER:], self.raw[LABELS][LABELS_HEADER:]

@@ -23,7 +23,14 @@ INTERNALS = [
     ("Exception raised from", "a LibTorch exception with its source location"),
     ("most recent call first", "a C++ backtrace"),
 ]
-INTERNAL_PATTERNS = [
+# A library's own words passed through (its message is not paisoar's).
+LIBRARY_WORDS = [
+    (re.compile(r"cannot use value\(\)"), "nlohmann::json's words (cannot use value())"),
+    (re.compile(r"type must be (string|number|boolean|array|object|null)"), "nlohmann::json's words (type must be ...)"),
+    (re.compile(r"Target -?\d+ is out of bounds"), "torch's words (Target ... is out of bounds)"),
+    (re.compile(r"\bbad file\b"), "yaml-cpp's words (bad file)"),
+]
+INTERNAL_PATTERNS = LIBRARY_WORDS + [
     (re.compile(r"^\s*frame #\d+", re.M), "a C++ backtrace frame"),
     (re.compile(r"\.(cpp|cc|h|hpp):\d+"), "a source file and line"),
     (re.compile(r"^\s*#\d+\s+0x[0-9a-f]+", re.M), "a backtrace address"),
@@ -76,6 +83,9 @@ def classify(case, run, prepared):
     if run.code == 0:
         if case.accept is None:
             return WRONGLY_ACCEPTED, "exit 0 for input that must be refused"
+        leaked = [why for pattern, why in LIBRARY_WORDS if pattern.search(text)]
+        if leaked:  # a warning in a library's words is as unclear as a refusal in them
+            return UNCLEAR, "exit 0 but prints " + "; ".join(leaked)
         problem = prepared.check(run) if prepared.check else None
         if problem:
             return WRONGLY_ACCEPTED, "exit 0 but " + problem

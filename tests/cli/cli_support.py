@@ -3,6 +3,7 @@ build/bin/paisoar (or $PAISOAR_BIN) with arguments and returns the exit code,
 stdout and stderr, so tests check the words and the code, not an exception
 inside. Every run has a timeout: a hang fails the test."""
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,19 @@ class Result:
 
 # What the libraries under paisoar say in their own words: a message a user
 # reads never passes one through bare (tests/cli checks every run's output).
-LIBRARY_PHRASES = ("cannot use value()", "type must be", "is out of bounds", "bad file", "Exception raised from",
-                   "[json.exception", "basic_string::", "std::bad_")
+LIBRARY_PHRASES = [re.compile(p) for p in (
+    r"cannot use value\(\)",                                     # nlohmann::json
+    r"type must be (string|number|boolean|array|object|null)",    # nlohmann::json
+    r"\[json\.exception",                                         # nlohmann::json
+    r"Target -?\d+ is out of bounds",                              # torch's cross entropy
+    r"\bbad file\b",                                               # yaml-cpp
+    r"Exception raised from",                                     # c10's source location
+    r"basic_string::|std::bad_",                                  # the C++ library
+)]
 
 
 def library_phrases(text):
-    return [p for p in LIBRARY_PHRASES if p in text]
+    return [p.pattern for p in LIBRARY_PHRASES if p.search(text)]
 
 
 def run(*args, timeout=120, cwd=None, env=None):
