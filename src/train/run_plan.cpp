@@ -41,6 +41,14 @@ layout::Placements placements_for(const TrainConfig& c, const hybrid::HybridMesh
   return layout::Placements(mesh->layout(), sharding, {mesh->data_rank(), mesh->pipeline_rank(), mesh->tensor_rank()});
 }
 
+ModelCut cut_of(const layout::Placements& placements) {
+  ModelCut cut;
+  cut.pipeline = placements.mesh().pipeline;
+  cut.tensor = placements.mesh().tensor;
+  cut.part = {placements.at().pipeline, placements.at().tensor};
+  return cut;
+}
+
 RunPlan plan_run(const TrainConfig& c, const RankPlace& place, int64_t batches_per_epoch, int64_t train_samples) {
   RunPlan p;
   p.loader = loader_options(c, place);

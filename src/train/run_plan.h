@@ -17,6 +17,7 @@
 #include "paisoar/layout/placements.h"
 #include "paisoar/optim/lr_schedule.h"
 #include "paisoar/profiler/step_profiler.h"
+#include "paisoar/train/model_state_layout.h"
 #include "paisoar/train/train_config.h"
 #include "src/train/grad_sync.h"
 #include "src/config/precision_context.h"
@@ -52,6 +53,10 @@ struct RunPlan {
   profiler::ProfilerOptions profiler;
   SyncPlan sync;                   // DDP's or ZeRO's options and the optimizer
 };
+
+// How the run cuts the model, from its placements (ModelStateLayout's cut;
+// the bounds are the pipeline's, once it is built).
+ModelCut cut_of(const layout::Placements& placements);
 
 // The loader's options alone: the loader's count of batches completes the plan.
 data::DataLoaderOptions loader_options(const TrainConfig& config, const RankPlace& place);
