@@ -18,6 +18,7 @@ Command add_bench_tta_command(CLI::App& bench);
 Command add_bench_memory_command(CLI::App& bench);
 Command add_bench_recovery_command(CLI::App& bench);
 Command add_bench_pipeline_command(CLI::App& bench);
+Command add_bench_plan_command(CLI::App& bench);
 Command add_bench_zero_memory_worker_command(CLI::App& bench);
 
 std::vector<BenchCommand> bench_commands() {
@@ -36,6 +37,7 @@ std::vector<BenchCommand> bench_commands() {
       {"memory", add_bench_memory_command},
       {"recovery", add_bench_recovery_command},
       {"pipeline", add_bench_pipeline_command},
+      {"plan", add_bench_plan_command},
       {"zero-memory-worker", add_bench_zero_memory_worker_command},
   };
 }

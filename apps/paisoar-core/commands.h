@@ -19,6 +19,7 @@ Command add_convert_command(CLI::App& app);
 Command add_zero_consolidate_command(CLI::App& app);
 Command add_checkpoint_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_plan_command(CLI::App& app);
 // `paisoar bench <name>`: the benchmarks, built only with PAISOAR_BUILD_BENCH.
 // bench/bench_commands.cpp (compiled only then) returns them; the stub
 // bench_commands_none.cpp returns none, and `paisoar bench` then says how to

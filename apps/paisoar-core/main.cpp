@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   auto zero_consolidate = paisoar::app::add_zero_consolidate_command(app);
   auto checkpoint = paisoar::app::add_checkpoint_command(app);
   auto report = paisoar::app::add_report_command(app);
+  auto plan = paisoar::app::add_plan_command(app);
   auto* bench = app.add_subcommand("bench", "benchmarks against the peers users would pick instead");
   std::vector<std::pair<std::string, paisoar::app::Command>> benches;
   for (const auto& b : paisoar::app::bench_commands()) benches.emplace_back(b.name, b.add(*bench));
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("zero-consolidate")) return zero_consolidate(argc, argv);
     if (app.got_subcommand("checkpoint")) return checkpoint(argc, argv);
     if (app.got_subcommand("report")) return report(argc, argv);
+    if (app.got_subcommand("plan")) return plan(argc, argv);
     if (app.got_subcommand("bench")) {
       for (const auto& [name, run] : benches) {
         if (bench->got_subcommand(name)) return run(argc, argv);

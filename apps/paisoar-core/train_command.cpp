@@ -63,8 +63,8 @@ int run_train(const TrainArgs& a, int argc, char** argv) {
   // run over its memory budget, a checkpoint of another batch) exits with 2,
   // as one found before they started does.
   try {
-    train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
-    train::TrainTask task = train::make_task(config, trainer.tensor_group());
+    train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));  // parallel: auto plans here
+    train::TrainTask task = train::make_task(trainer.config(), trainer.tensor_group());
     // Test-only: PAISOAR_TEST_FAULT=train.step:<k> kills the rank after step k
     // (src/util/fault_point.h; paisoar-core installed the injector at start).
     task.on_step = [](int64_t step) { util::fault_point("train.step", step); };

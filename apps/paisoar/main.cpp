@@ -35,6 +35,7 @@ constexpr Subcommand kSubcommands[] = {
     {"zero-consolidate", "a sharded ZeRO checkpoint into one full safetensors model file", true},
     {"checkpoint", "verify, inspect or reshard a training checkpoint", true},
     {"report", "a run's metrics as an HTML page with plots, and a PNG", true},
+    {"plan", "rank every layout of a config on N ranks by predicted step time and memory", true},
     {"demo", "check collectives across the launched ranks", true},
     {"bench", "benchmarks against the peers (comm, optim, amp, ddp)", true},
 };

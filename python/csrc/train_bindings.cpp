@@ -5,9 +5,12 @@
 // callback and not TorchScript).
 #include "bindings.h"
 
+#include <sstream>
+
 #include "module_mirror.h"
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/env.h"
+#include "paisoar/plan/planner.h"
 #include "paisoar/train/device_choice.h"
 #include "paisoar/train/run_environment.h"
 #include "paisoar/train/train_config.h"
@@ -62,6 +65,10 @@ void bind_train(py::module_& m) {
         std::shared_ptr<PythonForward> forward;
         std::shared_ptr<torch::nn::Module> mirror;
         if (!model.is_none()) {
+          TORCH_CHECK_VALUE(!config.parallel.automatic,
+                            "paisoar.train: parallel: auto plans the reference models' layers; with your own model "
+                            "choose zero.stage and train.grad_accumulation yourself (paisoar.plan ranks them for "
+                            "a reference model)");
           TORCH_CHECK_VALUE(config.parallel.pipeline <= 1 && config.parallel.tensor <= 1,
                             "paisoar.train: parallel.pipeline and parallel.tensor split the reference models "
                             "only; with your own model use data parallelism (DDP or ZeRO 1-2)");
@@ -78,8 +85,8 @@ void bind_train(py::module_& m) {
         auto comm = comm::Communicator::from_env(comm_options);
         train::Trainer trainer(config, comm, train::RunEnvironment::from_env(env));
         train::TrainTask task =
-            train_data ? train::make_task(config, train_data, eval_data, trainer.tensor_group())
-                       : train::make_task(config, trainer.tensor_group());
+            train_data ? train::make_task(trainer.config(), train_data, eval_data, trainer.tensor_group())
+                       : train::make_task(trainer.config(), trainer.tensor_group());
         if (forward) {
           task.model = mirror;
           task.forward = [forward](const torch::Tensor& x) { return (*forward)(x); };
@@ -93,6 +100,27 @@ void bind_train(py::module_& m) {
       py::arg("config_path"), py::arg("overrides"), py::arg("model"), py::arg("parameter_names"),
       py::arg("parameters"), py::arg("buffer_names"), py::arg("buffers"), py::arg("train_data"),
       py::arg("eval_data"));
+  m.def(
+      "plan",
+      [](const std::string& config_path, const std::vector<std::string>& overrides, int nproc, int nodes,
+         double memory_budget_mib, const std::string& cache) {
+        const train::TrainConfig config = train::load_config(config_path, overrides);
+        plan::PlanOptions options;
+        options.nproc = nproc;
+        options.nodes = nodes;
+        options.memory_budget_mib = memory_budget_mib;
+        options.cache_path = cache;
+        std::ostringstream warnings;
+        plan::Planning planning;
+        {
+          py::gil_scoped_release release;
+          planning = plan::plan_layouts(config, options, warnings);
+        }
+        if (!warnings.str().empty()) PyErr_WarnEx(PyExc_RuntimeWarning, warnings.str().c_str(), 1);
+        return py::make_tuple(plan::planning_json(planning, nproc), plan::format_planning(planning));
+      },
+      py::arg("config_path"), py::arg("overrides"), py::arg("nproc"), py::arg("nodes"),
+      py::arg("memory_budget_mib"), py::arg("cache"));
 }
 
 }  // namespace paisoar::python

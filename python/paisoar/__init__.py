@@ -13,11 +13,12 @@ from . import amp, checkpoint, data, optim, zero
 from ._comm import communicator, own_group
 from .parallel import DistributedDataParallel
 from .trainer import Trainer, train
+from .planner import plan
 
 CommError = _C.CommError
 DataError = _C.DataError
 ConfigError = _C.ConfigError
 
 __version__ = _C.version
-__all__ = ["amp", "checkpoint", "data", "optim", "zero", "Trainer", "train", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
+__all__ = ["amp", "checkpoint", "data", "optim", "zero", "Trainer", "train", "plan", "communicator", "own_group", "DistributedDataParallel", "CommError", "DataError",
            "ConfigError", "__version__"]

@@ -2,6 +2,7 @@
 // through the store, shm_unlink once all have mapped it. shm_wait: a spin,
 // then FUTEX_WAIT (shared, not private: the waker may be another process) in
 // slices of at most 50 ms, so a peer that left or died is noticed.
+#include "src/util/cpu_count.h"
 #include "src/comm/shm_segment.h"
 #include "src/comm/shm_names.h"
 
@@ -38,12 +39,7 @@ constexpr auto kSpinFor = std::chrono::microseconds(20);
 constexpr auto kYieldFor = std::chrono::microseconds(200);
 constexpr auto kOversubscribedYieldFor = std::chrono::microseconds(1000);
 
-int cpus_for_this_process() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
-  return CPU_COUNT(&set);
-}
+int cpus_for_this_process() { return util::usable_cpus(); }
 constexpr auto kSleepSlice = std::chrono::milliseconds(50);
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }

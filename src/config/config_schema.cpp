@@ -327,6 +327,11 @@ void ConfigSchema::apply(const YAML::Node& node, const std::string& prefix, cons
     if (!is_section) {
       throw ConfigError(source + ": " + unknown_key(path) + " (`paisoar train --print-config` lists every key)");
     }
+    if (const Field* automatic = find(path + ".auto");
+        automatic && item.second.IsScalar() && item.second.Scalar() == "auto") {
+      automatic->assign(YAML::Node(true));  // `parallel: auto`: the section's auto key
+      continue;
+    }
     if (!item.second.IsMap()) {
       throw ConfigError(source + ": " + path + " is a section; give it keys such as '" +
                         closest(path + ".") + "'");
@@ -362,7 +367,11 @@ void ConfigSchema::set(const std::string& assignment) {
   if (eq == std::string::npos || eq == 0) {
     throw ConfigError("--set " + util::shown(assignment) + ": expected key=value, e.g. optimizer.lr=0.1");
   }
-  const std::string path = assignment.substr(0, eq);
+  std::string path = assignment.substr(0, eq);
+  if (!find(path) && find(path + ".auto") && assignment.substr(eq + 1) == "auto") {
+    find(path + ".auto")->assign(YAML::Node(true));  // --set parallel=auto
+    return;
+  }
   const Field* f = find(path);
   if (!f) {
     throw ConfigError("--set: " + unknown_key(path) + " (`paisoar train --print-config` lists every key)");

@@ -114,10 +114,12 @@ ConfigSchema schema_for(TrainConfig& c) {
   s.bind("zero.stage", &c.zero.stage, "ZeRO: 0 off (DDP), 1 optimizer state, 2 + gradients, 3 + parameters",
          at_least(0, 3, "0 (off), 1, 2 or 3"));
   s.bind("zero.prefetch", &c.zero.prefetch, "stage 3: gather the next layer during this one");
+  s.bind("parallel.auto", &c.parallel.automatic,
+         "the planner chooses the layout, ZeRO stage, micro-batches and checkpointing (`parallel: auto` too)");
   s.bind("parallel.data", &c.parallel.data, "model replicas (0: world / (pipeline x tensor))",
          at_least(0, kMaxRanks, "0 (the rest of the world) or more"));
   s.bind("parallel.pipeline", &c.parallel.pipeline, "pipeline stages per replica", at_least(1, kMaxRanks));
-  s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp)", at_least(1, kMaxRanks));
+  s.bind("parallel.tensor", &c.parallel.tensor, "tensor-parallel ranks per stage (mlp, fashion_cnn, fashion_cnn_bn, gpt)", at_least(1, kMaxRanks));
   s.bind("parallel.micro_batches", &c.parallel.micro_batches, "pipeline micro-batches per step", at_least(1, kMaxBatch));
   s.bind("parallel.schedule", &c.parallel.schedule, "pipeline schedule", kScheduleNames);
   s.bind("activation_checkpointing", &c.activation_checkpointing,

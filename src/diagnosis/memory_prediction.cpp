@@ -38,14 +38,13 @@ std::vector<torch::Tensor> trainable(const torch::nn::Module& model) {
   return params;
 }
 
-// Optimizer state per trainable parameter element, in parameter-sized tensors.
-double state_per_parameter(const MemoryLayout& layout) {
-  if (layout.optimizer == "sgd") return layout.momentum > 0 ? 1 : 0;  // the momentum buffer
-  if (layout.optimizer == "lars") return 1;                           // its momentum
-  return 2;                                                           // adamw, lamb: two moments
-}
-
 }  // namespace
+
+double state_per_parameter(const std::string& optimizer, double momentum) {
+  if (optimizer == "sgd") return momentum > 0 ? 1 : 0;  // the momentum buffer
+  if (optimizer == "lars") return 1;                   // its momentum
+  return 2;                                            // adamw, lamb: two moments
+}
 
 int64_t measure_step_bytes(torch::nn::Module& model, const ForwardFn& forward, const LossFn& loss_fn,
                            const torch::Tensor& data, const torch::Tensor& labels, const Precision& precision,
@@ -132,7 +131,7 @@ MemoryPrediction predict_memory(const torch::nn::Module& model, const MemoryLayo
   MemoryPrediction p;
   p.parameters = memory::storage_bytes(held);
   p.gradients = trainable_bytes / layout.placements.shards(StateKind::Gradients);
-  const double state = state_per_parameter(layout) * static_cast<double>(trainable_bytes);
+  const double state = state_per_parameter(layout.optimizer, layout.momentum) * static_cast<double>(trainable_bytes);
   p.optimizer_state =
       static_cast<int64_t>(state / static_cast<double>(layout.placements.shards(StateKind::OptimizerState)));
   p.step = std::max<int64_t>({0, step_bytes, layout.optimizer_step_bytes});

@@ -45,6 +45,10 @@ struct MemoryLayout {
   int64_t optimizer_step_bytes = 0;  // measure_optimizer_step_bytes
 };
 
+// The optimizer's state per trainable parameter, in parameter-sized tensors
+// (sgd: its momentum buffer, none without momentum; adamw and lamb: two moments).
+double state_per_parameter(const std::string& optimizer, double momentum);
+
 // Bytes of one forward (under `precision`, `recompute` as the region runner
 // when not null) and backward of (data, labels) through `model` above what
 // was allocated at its start; -1 when the device's allocations are not

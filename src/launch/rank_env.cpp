@@ -1,5 +1,6 @@
 // Builds each rank's environment from the launcher's, the options and the
 // attempt number; also the small facts it needs (cores, run id).
+#include "util/cpu_count.h"
 #include "launch/rank_env.h"
 
 #include <sched.h>
@@ -83,12 +84,7 @@ std::vector<std::string> current_environment() {
   return env;
 }
 
-int available_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int available_cpus() { return util::usable_cpus(); }
 
 std::string make_run_id() {
   std::random_device device;

@@ -87,7 +87,8 @@ std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const 
     cost.name = layer.name;
     if (layer.modules.size() == 1) cost.name += ":" + short_name(layer.modules[0].second->name());
     for (const auto& p : layer.parameters()) cost.memory_bytes += 2 * p.nbytes();
-    std::vector<double> times;
+    for (const auto& p : layer.parameters()) cost.parameter_bytes += p.nbytes();
+    std::vector<double> times, forward_times;
     torch::Tensor y;
     int64_t activation_bytes = -1;
     try {
@@ -99,11 +100,16 @@ std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const 
         const int64_t before = live_bytes(device);
         const auto start = std::chrono::steady_clock::now();
         y = layer.forward(in);
+        synchronize(device);
+        const auto forward_end = std::chrono::steady_clock::now();
         const int64_t after = live_bytes(device);
         if (y.requires_grad()) y.backward(torch::ones_like(y));
         synchronize(device);
         const auto stop = std::chrono::steady_clock::now();
-        if (run >= options.warmup) times.push_back(std::chrono::duration<double>(stop - start).count());
+        if (run >= options.warmup) {
+          times.push_back(std::chrono::duration<double>(stop - start).count());
+          forward_times.push_back(std::chrono::duration<double>(forward_end - start).count());
+        }
         if (before >= 0 && after >= 0) activation_bytes = after - before;
       }
     } catch (const std::exception& e) {
@@ -111,9 +117,13 @@ std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const 
                   x.sizes(), ": ", error_text(e));
     }
     if (activation_bytes < 0) activation_bytes = x.nbytes() + y.nbytes();  // input saved + output
-    cost.memory_bytes += options.activation_copies * std::max<int64_t>(activation_bytes, 0);
+    cost.activation_bytes = std::max<int64_t>(activation_bytes, 0);
+    cost.output_bytes = y.defined() ? static_cast<int64_t>(y.nbytes()) : 0;
+    cost.memory_bytes += options.activation_copies * cost.activation_bytes;
     std::sort(times.begin(), times.end());
+    std::sort(forward_times.begin(), forward_times.end());
     cost.time_s = times[times.size() / 2];
+    cost.forward_s = std::min(forward_times[forward_times.size() / 2], cost.time_s);
     costs.push_back(cost);
     x = y.detach();
   }

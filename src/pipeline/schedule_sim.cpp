@@ -43,8 +43,17 @@ void check_lists(const std::vector<std::vector<PipelineOp>>& stage_ops, int micr
 
 ScheduleTimeline simulate_schedule(const std::vector<std::vector<PipelineOp>>& stage_ops,
                                    int micro_batches, double forward_time, double backward_time) {
+  return simulate_schedule(stage_ops, micro_batches, std::vector<double>(stage_ops.size(), forward_time),
+                           std::vector<double>(stage_ops.size(), backward_time));
+}
+
+ScheduleTimeline simulate_schedule(const std::vector<std::vector<PipelineOp>>& stage_ops, int micro_batches,
+                                   const std::vector<double>& forward_times,
+                                   const std::vector<double>& backward_times) {
   const int stages = static_cast<int>(stage_ops.size());
   TORCH_CHECK(stages > 0, "simulate_schedule needs at least one stage");
+  TORCH_CHECK(forward_times.size() == stage_ops.size() && backward_times.size() == stage_ops.size(),
+              "simulate_schedule: one forward and one backward time per stage");
   check_lists(stage_ops, micro_batches);
   constexpr double kNotDone = -1;
   // done_f[s][m] / done_b[s][m]: when that op ended, kNotDone before.
@@ -70,7 +79,7 @@ ScheduleTimeline simulate_schedule(const std::vector<std::vector<PipelineOp>>& s
           if (s + 1 < stages && done_b[s + 1][m] == kNotDone) break;
           if (s + 1 < stages) ready = std::max(ready, done_b[s + 1][m]);
         }
-        const double cost = op.type == PipelineOp::Type::Forward ? forward_time : backward_time;
+        const double cost = op.type == PipelineOp::Type::Forward ? forward_times[s] : backward_times[s];
         free_at[s] = ready + cost;
         out.busy[s] += cost;
         (op.type == PipelineOp::Type::Forward ? done_f : done_b)[s][m] = free_at[s];

@@ -44,12 +44,14 @@ void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
   }
 }
 
-void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats) {
+void report_memory(RunReport& report, comm::Communicator& world, int64_t step, memory::MemoryReport mine,
+                   const RunStats& stats) {
   mine.peak_activation_bytes = stats.peak_step_bytes;
   const auto reports = gather_memory_reports(world, mine);
   if (world.rank() == 0) {
     report.message("memory per rank (peak act: the most one step allocated above its start)\n" +
                    memory::format_memory_reports(reports));
+    report.memory(step, reports);
   }
 }
 

@@ -34,6 +34,7 @@ void report_profile(RunReport& report, comm::Communicator& world, int64_t step,
                     const std::string& fast_precision, bool replicas_only);
 
 // Collective over `world`: every rank's memory (`mine`, its peak step added) is gathered; the lead prints the table.
-void report_memory(RunReport& report, comm::Communicator& world, memory::MemoryReport mine, const RunStats& stats);
+void report_memory(RunReport& report, comm::Communicator& world, int64_t step, memory::MemoryReport mine,
+                   const RunStats& stats);
 
 }  // namespace paisoar::train

@@ -175,6 +175,20 @@ void RunReport::evaluation(int64_t epoch, int64_t step, double accuracy, double 
   }
 }
 
+void RunReport::memory(int64_t step, const std::vector<memory::MemoryReport>& reports) {
+  if (!lead_) return;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : reports) {
+    ranks.push_back({{"rank", r.rank},
+                     {"peak_bytes", r.allocator.peak_bytes},
+                     {"parameter_bytes", r.parameter_bytes},
+                     {"gradient_bytes", r.gradient_bytes},
+                     {"optimizer_state_bytes", r.optimizer_state_bytes},
+                     {"peak_activation_bytes", r.peak_activation_bytes}});
+  }
+  write_record(metrics_, {{"time", wall_clock_s()}, {"event", "memory"}, {"step", step}, {"ranks", ranks}});
+}
+
 void RunReport::advice(int64_t step, const std::vector<profiler::Advice>& advice) {
   if (!lead_) return;
   nlohmann::json found = nlohmann::json::array();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "paisoar/format/event_file.h"
+#include "paisoar/memory/memory_report.h"
 #include "paisoar/profiler/advisor.h"
 #include "paisoar/train/train_config.h"
 #include "paisoar/train/trainer.h"
@@ -68,6 +69,9 @@ class RunReport {
   // The profiler's verdicts at the run's end, as a record the report shows
   // beside the plot that shows each.
   void advice(int64_t step, const std::vector<profiler::Advice>& advice);
+  // The end-of-run memory table as a "memory" record: per rank the allocator's
+  // peak and what the state held (paisoar bench plan compares its prediction).
+  void memory(int64_t step, const std::vector<memory::MemoryReport>& reports);
   void end_epoch();
   // `train_s`: training time so far, evaluation excluded.
   void evaluation(int64_t epoch, int64_t step, double accuracy, double train_s);

@@ -368,7 +368,7 @@ TrainResult TrainRun::finish(int64_t step, double final_loss, EvalSchedule& eval
       result.measured_peak_bytes =
           mine.parameter_bytes + mine.gradient_bytes + mine.optimizer_state_bytes + stats_.peak_step_bytes;
     }
-    report_memory(*report_, *world_, mine, stats_);
+    report_memory(*report_, *world_, step, mine, stats_);
   }
   sync_->finish();
   const double trained = evals.train_seconds();

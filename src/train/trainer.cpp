@@ -5,20 +5,34 @@
 
 #include <c10/util/Exception.h>
 
+#include <iostream>
+
 #include <torch/torch.h>
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/comm/progress_board.h"
 #include "paisoar/hybrid/hybrid_mesh.h"
+#include "paisoar/plan/auto_layout.h"
 #include "src/train/eval_schedule.h"
 #include "src/train/train_run.h"
 #include "src/util/heartbeat.h"
 
 namespace paisoar::train {
 
+namespace {
+
+// parallel: auto: the planner's choice for this world (rank 0's, on every rank).
+TrainConfig planned(TrainConfig config, comm::Communicator* comm, const RunEnvironment& run) {
+  if (!comm) C10_THROW_ERROR(ValueError, "Trainer: the communicator is null");
+  // Ranks as threads of one process (no launcher's variables): one node.
+  const int per_node = run.job.world_size == comm->size() ? run.job.local_world_size : comm->size();
+  return plan::choose_layout(config, *comm, per_node, std::cout);
+}
+
+}  // namespace
+
 Trainer::Trainer(TrainConfig config, std::shared_ptr<comm::Communicator> comm, RunEnvironment run)
-    : config_(std::move(config)), comm_(std::move(comm)), run_(std::move(run)) {
-  if (!comm_) C10_THROW_ERROR(ValueError, "Trainer: the communicator is null");
+    : config_(planned(std::move(config), comm.get(), run)), comm_(std::move(comm)), run_(std::move(run)) {
   validate(config_, comm_->size());
   const hybrid::ParallelLayout layout = parallel_layout(config_, comm_->size());
   if (layout.model_parallel()) mesh_ = std::make_shared<hybrid::HybridMesh>(comm_, layout);

@@ -18,6 +18,11 @@ struct LayerCost {
   std::string name;         // for the printed plan only; may be empty
   double time_s = 0;        // forward + backward of one micro-batch, seconds (any unit works)
   int64_t memory_bytes = 0; // what the layer adds to its stage's memory
+  // What profile_layers measured besides (zero for a cost the user gave):
+  double forward_s = 0;          // the forward alone; backward is time_s - forward_s
+  int64_t parameter_bytes = 0;   // the layer's parameters
+  int64_t activation_bytes = 0;  // what one forward keeps alive for backward (saved tensors and output)
+  int64_t output_bytes = 0;      // the output alone (what a pipeline stage sends on)
 };
 
 struct ProfileOptions {

@@ -26,5 +26,10 @@ struct ScheduleTimeline {
 // op when a list runs a micro-batch twice, misses one, or runs B before F.
 ScheduleTimeline simulate_schedule(const std::vector<std::vector<PipelineOp>>& stage_ops,
                                    int micro_batches, double forward_time, double backward_time);
+// The same with each stage's own forward and backward time per micro-batch
+// (one entry per stage), as the planner predicts them for a partition.
+ScheduleTimeline simulate_schedule(const std::vector<std::vector<PipelineOp>>& stage_ops, int micro_batches,
+                                   const std::vector<double>& forward_times,
+                                   const std::vector<double>& backward_times);
 
 }  // namespace paisoar::pipeline

@@ -122,6 +122,10 @@ struct MemoryConfig {
 // Model parallelism (docs/PARALLEL.md): the ranks as data x pipeline x
 // tensor, with data x pipeline x tensor = the world size.
 struct ParallelConfig {
+  // `parallel: auto` (or parallel.auto: true): the planner (paisoar plan)
+  // chooses every key below, zero.stage, train.grad_accumulation and
+  // activation_checkpointing, and the run trains its fastest plan that fits.
+  bool automatic = false;
   int64_t data = 0;      // model replicas (DDP or ZeRO 1-2 between them); 0: world / (pipeline x tensor)
   int64_t pipeline = 1;  // stages: the model's layers split by the profiled partition (mlp, fashion_cnn*)
   int64_t tensor = 1;    // ranks each layer is split across, Megatron-style (model.name mlp)

@@ -1,0 +1,51 @@
+// The planner (`paisoar plan`, `parallel: auto`, paisoar.plan): every layout
+// a config can take on N ranks, each with its predicted step time (compute,
+// exposed communication, bubble, optimizer) and peak memory per rank from
+// the cost model (step_model.h) fed with measurements made in this process
+// on this machine (cached, cost_cache), ranked fastest first; the layouts
+// dropped, each with why.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "paisoar/plan/layout_choice.h"
+#include "paisoar/plan/step_model.h"
+#include "paisoar/train/train_config.h"
+
+namespace paisoar::plan {
+
+struct PlanOptions {
+  int nproc = 2;               // ranks in all
+  int nodes = 1;               // hosts they are spread over (ranks per node = nproc / nodes)
+  double memory_budget_mib = 0;  // per rank; 0: memory.budget_mb, else none
+  std::string cache_path;      // "": default_cache_path(); "-": none
+};
+
+struct RankedPlan {
+  LayoutChoice layout;
+  StepPrediction predicted;
+};
+
+struct Planning {
+  std::vector<RankedPlan> feasible;  // fastest first
+  std::vector<DroppedLayout> dropped;
+  std::string machine;               // "2 cores, 1 thread per rank, shared memory between ranks"
+  double budget_mib = 0;             // 0: none
+};
+
+// Throws train::ConfigError when no layout is feasible: the budget fits
+// none ("no layout fits 200 MiB per rank; the smallest, ..., needs 260 MiB"),
+// or the model or batch takes none on this many ranks (the first reason).
+// Measurement warnings (a cost cache ignored) go to `log`.
+Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& options, std::ostream& log);
+
+// The ranked table as `paisoar plan` prints it, and the dropped layouts.
+std::string format_planning(const Planning& planning);
+// The feasible plans as a JSON list, best first: overrides, nproc,
+// predicted_step_ms (and its parts), predicted_peak_mib, layout.
+std::string planning_json(const Planning& planning, int nproc);
+
+}  // namespace paisoar::plan
