@@ -1,5 +1,5 @@
 // `paisoar bench plan`: the planner shown right (or wrong) by measurement.
-// For each model (fashion_cnn, resnet18 on 28x28 images, a small gpt) and
+// For each model (fashion_cnn, resnet18 on 32x32 crops of small JPEGs, a small gpt) and
 // rank count it plans in this process, then trains every feasible layout
 // through the launcher for --steps steps and reads the measured step time
 // (the median over log windows after the first of the slowest rank's ms per
@@ -20,6 +20,7 @@
 
 #include "apps/paisoar-core/commands.h"
 #include "bench/child_process.h"
+#include "bench/photo_set.h"
 #include "paisoar/error.h"
 #include "paisoar/plan/planner.h"
 #include "paisoar/train/train_config.h"
@@ -51,14 +52,17 @@ std::string write_corpus(const std::string& dir) {
 }
 
 // The settings every run shares, then the model's.
-std::vector<std::string> model_sets(const std::string& model, const std::string& corpus, int steps) {
+std::vector<std::string> model_sets(const std::string& model, const std::string& corpus, const std::string& photos,
+                                    int steps) {
   std::vector<std::string> sets = {"model.name=" + model, "train.max_steps=" + std::to_string(steps),
                                    "train.log_every=5", "eval.every_epochs=0", "data.eval_limit=64",
                                    "checkpoint.resume=false", "profiler.memory=true", "profiler.enabled=true",
-                                   "data.workers=1", "schedule.warmup_steps=0"};
-  if (model == "resnet18") {
-    sets.push_back("train.batch_size=32");
-    sets.push_back("optimizer.lr=0.02");
+                                   "data.workers=1", "schedule.warmup_steps=0", "train.epochs=1000"};
+  if (model == "resnet18") {  // small RGB images: 32x32 crops of about 50x37 JPEGs
+    for (const char* s : {"data.format=folder", "data.image_size=32", "train.batch_size=32", "optimizer.lr=0.02"}) {
+      sets.push_back(s);
+    }
+    sets.push_back("data.path=" + photos);
   }
   if (model == "gpt") {
     for (const char* s : {"data.format=text", "train.batch_size=32", "model.n_layer=4", "model.n_head=4",
@@ -108,11 +112,16 @@ double percentile(std::vector<double> v, double q) {
 int run_plan_bench(const PlanBenchOptions& o) {
   std::filesystem::create_directories(o.work_dir);
   const std::string corpus = write_corpus(o.work_dir);
+  const std::string photos = o.work_dir + "/photos";
+  bench::PhotoSetOptions photo_options;
+  photo_options.images = 2000;
+  photo_options.scale = 0.1;
+  bench::make_photo_set(photos, photo_options);
   nlohmann::json all = nlohmann::json::array();
   bool complete = true;
   for (const auto& model : o.models) {
     for (int nproc : o.nprocs) {
-      const std::vector<std::string> sets = model_sets(model, corpus, o.steps);
+      const std::vector<std::string> sets = model_sets(model, corpus, photos, o.steps);
       const train::TrainConfig config = train::load_config("", sets);
       plan::PlanOptions options;
       options.nproc = nproc;

@@ -123,6 +123,44 @@ std::vector<double> tensor_split_of(const train::TrainConfig& whole, const train
   return split;
 }
 
+// Each layer's times with `ranks` copies of the model profiled at once on
+// as many threads (each its own model and sample, as each rank has): the
+// median over the copies of each layer's time.
+std::vector<pipeline::LayerCost> profile_under_load(const train::TrainConfig& whole, const train::TrainTask& task,
+                                                   const torch::Tensor& x, const train::Precision& precision,
+                                                   int ranks, const pipeline::ProfileOptions& profile) {
+  std::vector<std::vector<pipeline::LayerCost>> each(ranks);
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        const train::TrainTask copy = train::make_task(whole, task.train_data, nullptr);
+        copy.model->to(x.device());
+        train::PrecisionContext context(precision);
+        each[rank] = pipeline::profile_layers(copy.layers, x.clone(), profile);
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  std::vector<pipeline::LayerCost> out = each[0];
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> total, forward;
+    for (const auto& costs : each) {
+      total.push_back(costs[i].time_s);
+      forward.push_back(costs[i].forward_s);
+    }
+    out[i].time_s = median_seconds(total);
+    out[i].forward_s = median_seconds(forward);
+  }
+  return out;
+}
+
 std::string plan_mib(int64_t bytes) {
   std::ostringstream t;
   t.setf(std::ios::fixed);
@@ -165,7 +203,7 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
   CostInputs in;
   in.global_batch = config.train.batch_size;
   in.schedule = config.parallel.schedule;
-  in.contention = std::max(1.0, static_cast<double>(per_node * threads) / cores);
+  in.contention = 1;
   in.pipeline_op_s = kPipelineOpSeconds;
   in.bucket_cap_bytes = config.distributed.bucket_cap_mb * kPlanMiB;
   in.state_per_parameter = train::state_per_parameter(config.optimizer.name, config.optimizer.momentum);
@@ -195,7 +233,8 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
     std::ostringstream key;
     key << model << "/rows" << r << "/input" << x.sizes() << x.scalar_type();
     if (auto cached = cache.layers(key.str()); cached && cached->size() == task.layers.size()) {
-      if (auto peak = cache.numbers(key.str() + "/profile_peak"); peak && peak->size() == 1) {
+      if (auto peak = cache.numbers(key.str() + "/profile_peak");
+          peak && peak->size() == 1 && (per_node == 1 || cache.numbers(key.str() + "/load"))) {
         in.layers_at_rows[r] = *cached;
         in.profile_peak_at_rows[r] = static_cast<int64_t>(peak->front());
         continue;
@@ -211,9 +250,31 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
       costs = pipeline::profile_layers(task.layers, x, profile);
       in.profile_peak_at_rows[r] = std::max<int64_t>(0, meter.peak_above_start());
     }
+    // The times again with every rank of a node computing at once, as they
+    // do in training: the bytes above are this process's alone.
+    if (per_node * threads > 1 && per_node > 1) {
+      const std::vector<pipeline::LayerCost> loaded = profile_under_load(whole, task, x, precision, per_node, profile);
+      double alone = 0, together = 0;
+      for (size_t i = 0; i < costs.size(); ++i) {
+        alone += costs[i].time_s;
+        together += loaded[i].time_s;
+        costs[i].time_s = loaded[i].time_s;
+        costs[i].forward_s = loaded[i].forward_s;
+      }
+      cache.set_numbers(key.str() + "/load", {alone > 0 ? together / alone : 1.0});
+    }
     cache.set_layers(key.str(), costs);
     cache.set_numbers(key.str() + "/profile_peak", {static_cast<double>(in.profile_peak_at_rows[r])});
     in.layers_at_rows[r] = costs;
+  }
+  // The optimizer, measured alone, runs as much slower as the layers did under load.
+  for (int64_t r : rows) {
+    std::ostringstream key;
+    const auto [data, labels] = train::first_samples(*task.train_data, r, device);
+    key << model << "/rows" << r << "/input" << as_input(data).sizes() << as_input(data).scalar_type();
+    if (auto load = cache.numbers(key.str() + "/load"); load && load->size() == 1) {
+      in.contention = std::max(in.contention, load->front());
+    }
   }
   const std::string opt_key = model + "/optimizer/" + config.optimizer.name;
   if (auto cached = cache.numbers(opt_key); cached && cached->size() == 2) {

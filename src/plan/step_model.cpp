@@ -35,7 +35,7 @@ StageLayers stage_layers(const std::vector<LayerCost>& all, int begin, int end, 
   for (int i = begin; i < end; ++i) {
     const LayerCost& c = all[i];
     const double split = t == 1 ? 1.0 : split_found->second.at(i);
-    double f = c.forward_s * in.contention / split, b = (c.time_s - c.forward_s) * in.contention / split;
+    double f = c.forward_s / split, b = (c.time_s - c.forward_s) / split;
     if (split > 1) {  // a split layer's output is summed over the tensor axis, and its input's gradient
       f += in.comm.seconds(Collective::Allreduce, t, c.output_bytes);
       b += in.comm.seconds(Collective::Allreduce, t, input);

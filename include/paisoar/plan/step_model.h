@@ -44,9 +44,9 @@ struct CostInputs {
   std::map<int64_t, int64_t> profile_peak_at_rows;
   int64_t model_bytes = 0;
   double bucket_cap_bytes = 25 << 20, first_bucket_bytes = 1 << 20;
-  // Ranks' threads over the cores they share: the layers were measured alone
-  // with one rank's threads, and run that much slower when every rank
-  // computes at once (1 when the ranks have a core each).
+  // How much slower the optimizer (measured alone) runs with every rank of a
+  // node computing at once: as much as the layers did, whose times are
+  // measured under that load.
   double contention = 1;
   double pipeline_op_s = 0;  // the executor's fixed cost per micro-batch op
 };
