@@ -96,6 +96,7 @@ std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const 
         torch::Tensor in = x.detach();
         if (in.is_floating_point()) in.requires_grad_(true);
         y = torch::Tensor();
+        const std::shared_ptr<void> scope = options.scope ? options.scope() : nullptr;
         synchronize(device);
         const int64_t before = live_bytes(device);
         const auto start = std::chrono::steady_clock::now();

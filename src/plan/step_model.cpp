@@ -206,9 +206,17 @@ StepPrediction predict_step(const LayoutChoice& l, const CostInputs& in) {
     out.stage_bounds.push_back(plan.stages.back().end);
   }
 
+  // The step's cost beyond the layers, shared by the stages as their layers' time is.
+  const auto overhead_found = in.step_overhead_at_rows.find(rows);
+  const double overhead = overhead_found == in.step_overhead_at_rows.end() ? 0.0 : overhead_found->second;
+  double layers_total = 0;
+  for (const auto& st : stages) layers_total += total_of(st.forward) + total_of(st.backward);
   std::vector<double> forward, backward;
   double busiest = 0, sync_tail = 0, optimizer = 0, gather_after = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
+    const double share = layers_total > 0 ? (total_of(stages[s].forward) + total_of(stages[s].backward)) / layers_total
+                                          : 1.0 / static_cast<double>(stages.size());
+    if (!stages[s].forward.empty()) stages[s].forward.back() += overhead * share;  // the loss ends the forward
     const StageTimes t = stage_times(stages[s], l, in);
     forward.push_back(t.forward);
     backward.push_back(t.backward);

@@ -7,6 +7,8 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ struct ProfileOptions {
   // output). Set it to the micro-batches a stage holds at once: M for GPipe,
   // P for 1F1B's first stage.
   int activation_copies = 1;
+  // When set, called before each forward+backward run; what it returns is
+  // held for that run only (e.g. a fresh autocast scope, so that the weights'
+  // casts are made in every run as in every training step, not cached once).
+  std::function<std::shared_ptr<void>()> scope;
 };
 
 // Profiles each layer of `model` on `sample` (one micro-batch, on the model's

@@ -42,6 +42,10 @@ struct CostInputs {
   // model, by rows (what a pipeline's ranks do before training), and the
   // model's own parameter and buffer bytes.
   std::map<int64_t, int64_t> profile_peak_at_rows;
+  // What one micro-batch's step costs beyond its layers' forward and backward
+  // (the loss, the guards around regions, the batch's conversion), by rows;
+  // a pipeline's stages share it by their share of the layers' time.
+  std::map<int64_t, double> step_overhead_at_rows;
   int64_t model_bytes = 0;
   double bucket_cap_bytes = 25 << 20, first_bucket_bytes = 1 << 20;
   // How much slower the optimizer (measured alone) runs with every rank of a
