@@ -162,6 +162,71 @@ std::vector<pipeline::LayerCost> profile_under_load(const train::TrainConfig& wh
   return out;
 }
 
+// The tensor-parallel variant of width `t` at `x`'s rows, timed as a node
+// runs it: `per_node` thread ranks in groups of `t` (each group over the
+// run's transport, each rank its shard model), every rank profiling its
+// layers at once, so that each layer's time holds its collectives and its
+// share of the cores. Group 0's rank 0's times; the bytes are not kept (the
+// ranks' allocations mix), the split gives them.
+std::vector<pipeline::LayerCost> profile_tensor_parallel(const train::TrainConfig& whole, const train::TrainTask& task,
+                                                        const torch::Tensor& x, int t, int per_node,
+                                                        comm::Backend backend, const pipeline::ProfileOptions& profile) {
+  train::TrainConfig config = whole;
+  config.parallel.tensor = t;
+  config.parallel.data = 1;
+  const int ranks = std::max(t, per_node / t * t);
+  std::vector<comm::Store> stores;
+  for (int g = 0; g < ranks / t; ++g) stores.push_back(comm::Store::hash());
+  comm::CommOptions options;
+  options.backend = backend;  // the run's transport, with its per-call costs
+  std::vector<pipeline::LayerCost> out;
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ranks; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        auto group = comm::Communicator::create(stores[i / t], i % t, t, options);
+        const train::TrainTask shard = train::make_task(config, task.train_data, nullptr, group);
+        shard.model->to(x.device());
+        auto costs = pipeline::profile_layers(shard.layers, x.clone(), profile);
+        if (i == 0) out = std::move(costs);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return out;
+}
+
+// The tensor-parallel layers of every width and micro-batch size the layouts use.
+void measure_tensor_parallel(const train::TrainConfig& whole, const train::TrainTask& task,
+                             const std::vector<LayoutChoice>& layouts, const std::string& model,
+                             const train::Precision& precision, const PlanMachine& machine, CostCache& cache,
+                             CostInputs& in) {
+  pipeline::ProfileOptions profile;
+  profile.warmup = 2;
+  profile.repeats = 5;
+  profile.scope = [&precision] { return std::make_shared<train::PrecisionContext>(precision); };
+  for (const auto& l : layouts) {
+    const int t = l.ranks.tensor;
+    const int64_t rows = l.rows(whole.train.batch_size);
+    if (t == 1 || in.tensor_layers[t].count(rows)) continue;
+    const std::string key = model + "/tensor" + std::to_string(t) + "/rows" + std::to_string(rows);
+    if (auto cached = cache.layers(key); cached && cached->size() == task.layers.size()) {
+      in.tensor_layers[t][rows] = *cached;
+      continue;
+    }
+    const auto [data, labels] = train::first_samples(*task.train_data, rows, machine.device);
+    auto costs = profile_tensor_parallel(whole, task, as_input(data), t, machine.per_node, machine.backend, profile);
+    cache.set_layers(key, costs);
+    in.tensor_layers[t][rows] = std::move(costs);
+  }
+}
+
 // One micro-batch's forward, loss and backward through the whole model as
 // the Trainer runs it (task.forward under a fresh precision scope, the
 // task's loss), the median of 5 after 2; gradients and buffers put back.
@@ -327,6 +392,7 @@ CostInputs measure_costs(const train::TrainConfig& config, const std::vector<Lay
       in.tensor_split[l.ranks.tensor] = tensor_split_of(whole, task, l.ranks.tensor);
     }
   }
+  measure_tensor_parallel(whole, task, layouts, model, precision, machine, cache, in);
   measure_collectives(layouts, machine, cache, in.comm);
   return in;
 }

@@ -31,15 +31,19 @@ StageLayers stage_layers(const std::vector<LayerCost>& all, int begin, int end, 
   const int t = l.ranks.tensor;
   const auto split_found = in.tensor_split.find(t);
   TORCH_CHECK(t == 1 || split_found != in.tensor_split.end(), "the planner has not measured the split of tensor ", t);
+  const std::vector<LayerCost>* timed = &all;  // whose times: the whole layers, or the tensor-parallel ones
+  if (t > 1) {
+    const auto width = in.tensor_layers.find(t);
+    TORCH_CHECK(width != in.tensor_layers.end() && width->second.count(rows), "the planner has not measured tensor ",
+                t, " at ", rows, " rows");
+    timed = &width->second.at(rows);
+  }
   int64_t input = rows * in.input_bytes_per_row;
   for (int i = begin; i < end; ++i) {
     const LayerCost& c = all[i];
     const double split = t == 1 ? 1.0 : split_found->second.at(i);
-    double f = c.forward_s / split, b = (c.time_s - c.forward_s) / split;
-    if (split > 1) {  // a split layer's output is summed over the tensor axis, and its input's gradient
-      f += in.comm.seconds(Collective::Allreduce, t, c.output_bytes);
-      b += in.comm.seconds(Collective::Allreduce, t, input);
-    }
+    const LayerCost& time = timed->at(i);
+    double f = time.forward_s, b = time.time_s - time.forward_s;
     if (l.checkpointing) b += f;  // the forward again, in backward
     s.forward.push_back(f + in.pipeline_op_s / std::max(1, end - begin) * (l.ranks.pipeline > 1));
     s.backward.push_back(b + in.pipeline_op_s / std::max(1, end - begin) * (l.ranks.pipeline > 1));

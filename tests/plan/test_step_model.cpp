@@ -92,6 +92,18 @@ TEST(StepModel, ZeroStagesDivideWhatTheyShardByTheDataRanks) {
   EXPECT_EQ(peak(3).parameter_bytes, 2000 + 2 * 4000) << "a shard, one layer gathered and the next prefetched";
 }
 
+TEST(StepModel, ATensorParallelLayoutTakesTheTimesOfItsOwnLayersAndTheSplitsBytes) {
+  plan::CostInputs in = inputs({layer(1, 2, 4000, 800), layer(1, 2, 0, 800)}, 64);
+  in.tensor_split[2] = {2.0, 1.0};  // the first layer split in two, the second replicated
+  in.tensor_layers[2][64] = {layer(3, 4, 2000), layer(1, 2, 0)};  // as the shard ranks ran them, collectives in
+  const plan::StepPrediction p = plan::predict_step({{1, 1, 2}, 0, 1, false}, in);
+  EXPECT_NEAR(p.compute_ms, 3 + 4 + 1 + 2, 1e-9);
+  EXPECT_EQ(p.parameter_bytes, 2000);
+  EXPECT_EQ(p.optimizer_state_bytes, 2000);
+  in.tensor_layers.clear();
+  EXPECT_THROW(plan::predict_step({{1, 1, 2}, 0, 1, false}, in), c10::Error) << "a width not measured is named";
+}
+
 TEST(StepModel, AMissingMeasurementIsNamed) {
   const plan::CostInputs in = inputs({layer(1, 1, 10)}, 32);
   try {

@@ -29,6 +29,10 @@ struct CostInputs {
   // parameters over the tensor-parallel variant's shard of them: 1 for a
   // layer every tensor rank replicates, as fashion_cnn's convolutions).
   std::map<int, std::vector<double>> tensor_split;
+  // Per tensor width and rows: each layer of the tensor-parallel variant as a
+  // node's ranks run it together (its collectives included); the times of a
+  // tensor-parallel layout's layers come from here.
+  std::map<int, std::map<int64_t, std::vector<pipeline::LayerCost>>> tensor_layers;
   CommCosts comm;
   int64_t global_batch = 0;
   pipeline::Schedule schedule = pipeline::Schedule::OneFOneB;
