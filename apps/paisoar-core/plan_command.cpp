@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "apps/paisoar-core/commands.h"
+#include "paisoar/comm/env.h"
 #include "paisoar/error.h"
 #include "paisoar/plan/planner.h"
 #include "paisoar/train/train_config.h"
@@ -18,12 +19,16 @@ struct PlanArgs {
   std::vector<std::string> sets;
   plan::PlanOptions options;
   std::string json;
+  bool cache_given = false;
 };
 
 int run_plan(const PlanArgs& a) {
   try {
     const train::TrainConfig config = train::load_config(a.config, a.sets);
-    const plan::Planning planning = plan::plan_layouts(config, a.options, std::cerr);
+    plan::PlanOptions options = a.options;
+    if (!a.cache_given) options.cache_path = plan::default_cache_path(comm::process_env());  // the edge
+    if (options.cache_path == "-") options.cache_path.clear();
+    const plan::Planning planning = plan::plan_layouts(config, options, std::cerr);
     std::cout << plan::format_planning(planning);
     if (!a.json.empty()) {
       const std::string text = plan::planning_json(planning, a.options.nproc);
@@ -59,9 +64,13 @@ Command add_plan_command(CLI::App& app) {
                   "MiB per rank a layout may use (default: memory.budget_mb; 0: no limit)")
       ->check(CLI::Range(0.0, 1e12));
   cmd->add_option("--json", a->json, "also write the ranking as a JSON list to this file (-: stdout)");
-  cmd->add_option("--cache", a->options.cache_path,
-                  "the measurements kept between plans (default ~/.cache/paisoar/plan_costs.json; -: none)");
-  return [a](int, char**) { return run_plan(*a); };
+  auto* cache = cmd->add_option("--cache", a->options.cache_path,
+                                "the measurements kept between plans (default $PAISOAR_PLAN_CACHE, else "
+                                "~/.cache/paisoar/plan_costs.json; -: none)");
+  return [a, cache](int, char**) {
+    a->cache_given = cache->count() > 0;
+    return run_plan(*a);
+  };
 }
 
 }  // namespace paisoar::app

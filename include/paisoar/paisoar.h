@@ -14,6 +14,7 @@
 #include "paisoar/models.h"
 #include "paisoar/optim.h"
 #include "paisoar/pipeline.h"
+#include "paisoar/plan.h"
 #include "paisoar/profiler.h"
 #include "paisoar/report.h"
 #include "paisoar/tensor_parallel.h"

@@ -109,7 +109,8 @@ void bind_train(py::module_& m) {
         options.nproc = nproc;
         options.nodes = nodes;
         options.memory_budget_mib = memory_budget_mib;
-        options.cache_path = cache;
+        // None (""): the default the environment gives; "-": keep nothing.
+        options.cache_path = cache.empty() ? plan::default_cache_path(comm::process_env()) : cache == "-" ? "" : cache;
         std::ostringstream warnings;
         plan::Planning planning;
         {

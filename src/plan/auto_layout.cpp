@@ -31,7 +31,7 @@ void record_plan(const train::TrainConfig& config, const Planning& planning, con
 }  // namespace
 
 train::TrainConfig choose_layout(const train::TrainConfig& config, comm::Communicator& world, int ranks_per_node,
-                                 std::ostream& log) {
+                                 const std::string& cache_path, std::ostream& log) {
   if (!config.parallel.automatic) return config;
   const comm::Store store = world.store();
   if (world.rank() == 0 && !store.check({kKey})) {
@@ -40,6 +40,7 @@ train::TrainConfig choose_layout(const train::TrainConfig& config, comm::Communi
       PlanOptions options;
       options.nproc = world.size();
       options.nodes = std::max(1, world.size() / std::max(1, ranks_per_node));
+      options.cache_path = cache_path;
       const Planning planning = plan_layouts(config, options, log);
       const std::string table = format_planning(planning);
       log << "parallel: auto\n" << table;

@@ -2,7 +2,6 @@
 #include "src/plan/cost_cache.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,13 +62,6 @@ Collective collective_named(const std::string& name) {
 }
 
 }  // namespace
-
-std::string default_cache_path() {
-  if (const char* p = std::getenv("PAISOAR_PLAN_CACHE")) return p;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/paisoar/plan_costs.json";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/paisoar/plan_costs.json";
-  return "";
-}
 
 CostCache::CostCache(std::string path, std::ostream& warn) : path_(std::move(path)), warn_(warn), json_(empty_cache()) {
   if (path_.empty() || !std::filesystem::exists(path_)) return;

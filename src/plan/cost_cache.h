@@ -42,8 +42,6 @@ class CostCache {
   bool changed_ = false;
 };
 
-// ~/.cache/paisoar/plan_costs.json ($XDG_CACHE_HOME when set), or
-// PAISOAR_PLAN_CACHE.
-std::string default_cache_path();
+
 
 }  // namespace paisoar::plan

@@ -53,6 +53,17 @@ std::string describe_machine(const PlanMachine& m) {
 
 }  // namespace
 
+std::string default_cache_path(const comm::EnvMap& env) {
+  const auto set = [&env](const char* name) {
+    const auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  if (const std::string p = set("PAISOAR_PLAN_CACHE"); !p.empty()) return p;
+  if (const std::string x = set("XDG_CACHE_HOME"); !x.empty()) return x + "/paisoar/plan_costs.json";
+  if (const std::string h = set("HOME"); !h.empty()) return h + "/.cache/paisoar/plan_costs.json";
+  return "";
+}
+
 Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& options, std::ostream& log) {
   if (options.nproc < 1 || options.nodes < 1 || options.nproc % options.nodes != 0) {
     throw train::ConfigError("--nproc " + std::to_string(options.nproc) + " does not split over --nodes " +
@@ -66,9 +77,7 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
                              " ranks:" + refusal_reasons(out.dropped));
   }
   PlanMachine machine = machine_for(config, options);
-  CostCache cache(options.cache_path == "-" ? "" : options.cache_path.empty() ? default_cache_path()
-                                                                              : options.cache_path,
-                  log);
+  CostCache cache(options.cache_path, log);
   const CostInputs in = measure_costs(config, candidates.layouts, machine, cache);
   cache.save();
   out.machine = describe_machine(machine);

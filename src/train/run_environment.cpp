@@ -1,5 +1,7 @@
-// RunEnvironment::from_env: the job layout and the launcher's heartbeat file.
+// RunEnvironment::from_env: the job layout, the launcher's heartbeat file, the planner's cache.
 #include "paisoar/train/run_environment.h"
+
+#include "paisoar/plan/planner.h"
 
 namespace paisoar::train {
 
@@ -7,6 +9,7 @@ RunEnvironment RunEnvironment::from_env(const comm::EnvMap& env) {
   RunEnvironment run;
   run.job = comm::rank_info_from_env(env);
   if (auto it = env.find("PAISOAR_HEARTBEAT_FILE"); it != env.end()) run.heartbeat_file = it->second;
+  run.plan_cache = plan::default_cache_path(env);
   return run;
 }
 

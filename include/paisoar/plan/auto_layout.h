@@ -7,6 +7,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "paisoar/comm/communicator.h"
 #include "paisoar/train/train_config.h"
@@ -16,7 +17,8 @@ namespace paisoar::plan {
 // `config` with the planned layout applied (parallel.auto off); `config`
 // itself when parallel.auto is off. Throws train::ConfigError on every rank
 // when no layout is feasible (rank 0's words).
+// `cache_path`: the planner's measurements kept between runs ("": none).
 train::TrainConfig choose_layout(const train::TrainConfig& config, comm::Communicator& world, int ranks_per_node,
-                                 std::ostream& log);
+                                 const std::string& cache_path, std::ostream& log);
 
 }  // namespace paisoar::plan

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "paisoar/comm/env.h"
 #include "paisoar/plan/layout_choice.h"
 #include "paisoar/plan/step_model.h"
 #include "paisoar/train/train_config.h"
@@ -21,7 +22,9 @@ struct PlanOptions {
   int nproc = 2;               // ranks in all
   int nodes = 1;               // hosts they are spread over (ranks per node = nproc / nodes)
   double memory_budget_mib = 0;  // per rank; 0: memory.budget_mb, else none
-  std::string cache_path;      // "": default_cache_path(); "-": none
+  // The measurements kept between plans ("": none); the apps pass
+  // default_cache_path(the process environment).
+  std::string cache_path;
 };
 
 struct RankedPlan {
@@ -41,6 +44,11 @@ struct Planning {
 // or the model or batch takes none on this many ranks (the first reason).
 // Measurement warnings (a cost cache ignored) go to `log`.
 Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& options, std::ostream& log);
+
+// PAISOAR_PLAN_CACHE, else $XDG_CACHE_HOME/paisoar/plan_costs.json, else
+// $HOME/.cache/paisoar/plan_costs.json, from `env` (comm::process_env() at
+// the edge); "" when none is set.
+std::string default_cache_path(const comm::EnvMap& env);
 
 // The ranked table as `paisoar plan` prints it, and the dropped layouts.
 std::string format_planning(const Planning& planning);

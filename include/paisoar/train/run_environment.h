@@ -21,6 +21,9 @@ struct RunEnvironment {
   // The file system the checkpoints (checkpoint.dir) are written to and read
   // from; null: the local disk. Tests give an in-memory or failing one.
   std::shared_ptr<format::FileSystem> checkpoint_files;
+  // Where `parallel: auto` keeps the planner's measurements
+  // (plan::default_cache_path of the environment); "": nowhere.
+  std::string plan_cache;
   // The run only reads checkpoint.dir (Trainer::reshard): no rank creates,
   // locks or writes it.
   bool checkpoints_read_only = false;
