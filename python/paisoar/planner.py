@@ -39,4 +39,5 @@ def plan(config: str | os.PathLike[str] | None = None, nproc: int = 2, nodes: in
                           float(memory_budget_mib), "" if cache is None else str(cache))
     if print_table:
         print(table, end="")
-    return json.loads(text)
+    plans: list[dict[str, Any]] = json.loads(text)
+    return plans
