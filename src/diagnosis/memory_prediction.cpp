@@ -24,12 +24,6 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::string mib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / kMiB);
-  return text;
-}
-
 std::vector<torch::Tensor> trainable(const torch::nn::Module& model) {
   std::vector<torch::Tensor> params;
   for (const auto& p : model.parameters()) {
@@ -39,6 +33,12 @@ std::vector<torch::Tensor> trainable(const torch::nn::Module& model) {
 }
 
 }  // namespace
+
+std::string mib_text(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / kMiB);
+  return text;
+}
 
 double state_per_parameter(const std::string& optimizer, double momentum) {
   if (optimizer == "sgd") return momentum > 0 ? 1 : 0;  // the momentum buffer
@@ -139,9 +139,9 @@ MemoryPrediction predict_memory(const torch::nn::Module& model, const MemoryLayo
 }
 
 std::string describe_prediction(const MemoryPrediction& p, int64_t micro_batch) {
-  return mib(p.total()) + " MiB (parameters " + mib(p.parameters) + ", gradients " + mib(p.gradients) +
-         ", optimizer state " + mib(p.optimizer_state) + ", a step of micro-batch " + std::to_string(micro_batch) +
-         " above them " + mib(p.step) + ")";
+  return mib_text(p.total()) + " MiB (parameters " + mib_text(p.parameters) + ", gradients " + mib_text(p.gradients) +
+         ", optimizer state " + mib_text(p.optimizer_state) + ", a step of micro-batch " + std::to_string(micro_batch) +
+         " above them " + mib_text(p.step) + ")";
 }
 
 int64_t memory_budget_bytes(const MemoryConfig& config, c10::Device device, int64_t ranks_per_node, int64_t held) {
@@ -156,7 +156,7 @@ std::string over_budget_message(int64_t rank, const MemoryPrediction& predicted,
                                 const std::vector<MemoryFix>& fixes) {
   std::ostringstream out;
   out << "memory: rank " << rank << "'s predicted peak is " << describe_prediction(predicted, micro_batch)
-      << ", over its budget of " << mib(budget) << " MiB (memory.budget_mb); it would likely run out of memory, so it "
+      << ", over its budget of " << mib_text(budget) << " MiB (memory.budget_mb); it would likely run out of memory, so it "
       << "stops before the first step.";
   std::vector<const MemoryFix*> fit;
   for (const auto& f : fixes) {
@@ -164,7 +164,7 @@ std::string over_budget_message(int64_t rank, const MemoryPrediction& predicted,
   }
   if (fit.empty()) {
     out << " None of the changes tried fits";
-    for (const auto& f : fixes) out << (&f == &fixes.front() ? " (" : "; ") << f.change << ": " << mib(f.predicted.total()) << " MiB";
+    for (const auto& f : fixes) out << (&f == &fixes.front() ? " (" : "; ") << f.change << ": " << mib_text(f.predicted.total()) << " MiB";
     out << (fixes.empty() ? "" : ")") << ": use more ranks, a smaller model, or raise memory.budget_mb";
     return out.str();
   }

@@ -45,6 +45,9 @@ struct MemoryLayout {
   int64_t optimizer_step_bytes = 0;  // measure_optimizer_step_bytes
 };
 
+// "12.3": bytes in MiB with one decimal, as the memory messages print them.
+std::string mib_text(int64_t bytes);
+
 // The optimizer's state per trainable parameter, in parameter-sized tensors
 // (sgd: its momentum buffer, none without momentum; adamw and lamb: two moments).
 double state_per_parameter(const std::string& optimizer, double momentum);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "paisoar/train/device_choice.h"
+#include "src/diagnosis/memory_prediction.h"
 #include "src/plan/cost_cache.h"
 #include "src/plan/cost_measurement.h"
 #include "src/util/cpu_count.h"
@@ -15,12 +16,6 @@ namespace paisoar::plan {
 namespace {
 
 constexpr double kPlanMiB = 1024.0 * 1024.0;
-
-std::string plan_mib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / kPlanMiB);
-  return text;
-}
 
 // Each reason a world takes no layout, once, with the first layout it dropped.
 std::string refusal_reasons(const std::vector<DroppedLayout>& dropped) {
@@ -88,8 +83,8 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
   for (const auto& l : candidates.layouts) {
     RankedPlan p{l, predict_step(l, in)};
     if (budget > 0 && static_cast<double>(p.predicted.peak_bytes()) > budget) {
-      out.dropped.push_back({l, "predicted peak " + plan_mib(p.predicted.peak_bytes()) + " MiB per rank, over the " +
-                                    plan_mib(static_cast<int64_t>(budget)) + " MiB budget"});
+      out.dropped.push_back({l, "predicted peak " + train::mib_text(p.predicted.peak_bytes()) + " MiB per rank, over the " +
+                                    train::mib_text(static_cast<int64_t>(budget)) + " MiB budget"});
       over.push_back(p);
       continue;
     }
@@ -99,10 +94,10 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
     const auto smallest = std::min_element(over.begin(), over.end(), [](const RankedPlan& a, const RankedPlan& b) {
       return a.predicted.peak_bytes() < b.predicted.peak_bytes();
     });
-    throw train::ConfigError("no layout fits " + plan_mib(static_cast<int64_t>(budget)) +
+    throw train::ConfigError("no layout fits " + train::mib_text(static_cast<int64_t>(budget)) +
                              " MiB per rank; the smallest, " + smallest->layout.to_string() + " on " +
                              std::to_string(options.nproc) + " ranks, needs " +
-                             plan_mib(smallest->predicted.peak_bytes()) +
+                             train::mib_text(smallest->predicted.peak_bytes()) +
                              " MiB: raise --memory-budget (memory.budget_mb) to that, or plan for more ranks");
   }
   std::stable_sort(out.feasible.begin(), out.feasible.end(), [](const RankedPlan& a, const RankedPlan& b) {
