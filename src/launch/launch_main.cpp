@@ -76,7 +76,7 @@ std::string env_or_empty(const char* name) {
 
 std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector<std::string>& argv,
                                  RankEnvContext ctx, const std::vector<std::string>& base_env,
-                                 const RankScratchDir& scratch) {
+                                 const RankScratchDir& scratch, const CorePlacement& placement) {
   std::vector<RankSpec> specs;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     ctx.local_rank = local;
@@ -86,6 +86,7 @@ std::vector<RankSpec> make_specs(const LaunchOptions& options, const std::vector
     RankSpec spec{local, rank, argv, build_rank_env(options, ctx, base_env), "", ctx.error_file};
     spec.stdout_on_console = options.on_console(local, kStdOut);
     spec.stderr_on_console = options.on_console(local, kStdErr);
+    if (placement.bound()) spec.cpus = placement.cpus_of_rank[local];
     if (options.heartbeat_timeout_s > 0) {
       spec.heartbeat_file = scratch.fresh_file(rank, "heartbeat");
       const std::string name = "PAISOAR_HEARTBEAT_FILE=";
@@ -163,6 +164,7 @@ struct NodeRun {
   const PythonInterpreter& python;  // used when the program runs under Python
   const std::vector<std::string>& base_env;
   const RankScratchDir& scratch;
+  const CorePlacement& placement;
   RankEnvContext ctx;
   Supervisor& supervisor;
   SignalChannel& signals;
@@ -170,7 +172,7 @@ struct NodeRun {
 
   std::vector<RankSpec> specs(int restart) {
     ctx.restart_count = restart;
-    return make_specs(options, argv, ctx, base_env, scratch);
+    return make_specs(options, argv, ctx, base_env, scratch, placement);
   }
 
   int spawn_failure(const SpawnError& error) const {
@@ -367,7 +369,13 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   ctx.run_id = options.run_id.empty() ? make_run_id() : options.run_id;
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
-  NodeRun run{options, argv, python, base_env, scratch, ctx, supervisor, signals};
+  const CpuTopology topology = read_cpu_topology();
+  const CorePlacement placement = place_ranks_on_cores(topology, options.nproc_per_node, options.bind_to);
+  if (options.report_bindings) {
+    for (const std::string& line : describe_placement(placement, topology, global_rank(options, 0)))
+      message(line);
+  }
+  NodeRun run{options, argv, python, base_env, scratch, placement, ctx, supervisor, signals};
   if (options.nnodes == 1) return run_single_node(run);
   const int code = run_node_of_job(run, token);
   if (store) wait_for_other_launchers(*store, signals, options.grace_period_s + 10);

@@ -74,6 +74,7 @@ struct LaunchCli {
   std::string tee = "0";
   std::string local_ranks_filter;
   std::string start_method = "spawn";
+  std::string bind_to = "core";
   bool standalone = false;
   bool no_python = false;
   bool module = false;
@@ -179,6 +180,14 @@ struct LaunchCli {
                        std::to_string(static_cast<int>(kMaxSeconds)) + ")")
         ->type_name("SECONDS")
         ->capture_default_str();
+    app.add_option("--bind_to,--bind-to", bind_to,
+                   "core: bind each rank to cores/nproc whole cores, spread across NUMA nodes, when there "
+                   "are at least as many cores (else hardware threads) as ranks, within the launcher's "
+                   "affinity mask and cgroup quota (as Open MPI's --bind-to core); none: leave the ranks "
+                   "unbound")
+        ->capture_default_str();
+    app.add_flag("--report_bindings,--report-bindings", options.report_bindings,
+                 "Print the CPUs each rank of this node is bound to (or why none are)");
     app.add_option("--omp_num_threads,--omp-num-threads", omp_num_threads,
                    "OMP_NUM_THREADS for each rank" + range_text(1, kMaxOmpThreads) +
                        "; default: the user's, else cores/nproc")
@@ -343,6 +352,13 @@ void apply_torchrun_values(LaunchCli& cli, LaunchOptions& o, const NodeDevices& 
     o.python_mode = PythonMode::kModule;
   } else if (cli.no_python) {
     o.python_mode = PythonMode::kNever;
+  }
+  if (cli.bind_to == "core") {
+    o.bind_to = BindTo::kCore;
+  } else if (cli.bind_to == "none") {
+    o.bind_to = BindTo::kNone;
+  } else {
+    usage("--bind_to must be core or none, got '" + cli.bind_to + "'.");
   }
   if (cli.start_method != "spawn" && cli.start_method != "fork" && cli.start_method != "forkserver")
     usage("--start-method must be spawn, fork or forkserver, got '" + cli.start_method + "'.");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/core_placement.h"
 #include "launch/node_devices.h"
 #include "launch/std_spec.h"
 
@@ -63,6 +64,10 @@ struct LaunchOptions {
   // generation of the job (its start and every restart) before it ends the
   // job (--join-timeout, or --rdzv-conf join_timeout=S).
   double join_timeout_s = 60.0;
+  // Whether ranks are bound to cores (--bind_to core|none, core_placement.h).
+  BindTo bind_to = BindTo::kCore;
+  // Print each rank's CPUs (--report_bindings).
+  bool report_bindings = false;
   // OMP_NUM_THREADS for the ranks; unset: keep the user's, else cores / nproc_per_node.
   std::optional<int> omp_num_threads;
   // TORCHELASTIC_RUN_ID (--rdzv-id); "": a random id, the same on every node.

@@ -39,9 +39,11 @@ struct RankProcess {
 // and starts as torchrun's ranks do, whatever the launcher inherited (a
 // signal ignored by `cmd &` in a script or by nohup, a blocked one): every
 // signal at its default action and none blocked, so that a forwarded SIGINT
-// or SIGTERM reaches the program's own handlers. Throws SpawnError when it
-// cannot be started.
-RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+// or SIGTERM reaches the program's own handlers. With `cpus`, the child's
+// CPU affinity is those CPUs (core_placement.h); else the launcher's. Throws
+// SpawnError when it cannot be started.
+RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                       const std::vector<int>& cpus = {});
 
 // Sends `sig` to the process group `pgid`. When no such group exists and
 // `leader_unreaped` (the rank `pgid` has not been waited for, so its pid

@@ -168,7 +168,7 @@ void GroupRun::start_all(const std::vector<RankSpec>& specs) {
   for (const RankSpec& spec : specs) {
     RankProcess process;
     try {
-      process = spawn_rank(spec.argv, spec.env);
+      process = spawn_rank(spec.argv, spec.env, spec.cpus);
     } catch (const SpawnError& e) {
       message(std::string(e.what()) + " (rank " + std::to_string(spec.global_rank) + ")");
       decided_ = true;

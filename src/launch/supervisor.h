@@ -37,6 +37,8 @@ struct RankSpec {
   // The rank's flight record (PAISOAR_FLIGHT_RECORD in `env`), read for the
   // hang diagnosis; "" when it is off.
   std::string flight_record{};
+  // The CPUs the rank is bound to (core_placement.h); empty: the launcher's mask.
+  std::vector<int> cpus{};
 };
 
 struct SupervisorOptions {
