@@ -26,7 +26,9 @@ int run_plan(const PlanArgs& a) {
   try {
     const train::TrainConfig config = train::load_config(a.config, a.sets);
     plan::PlanOptions options = a.options;
-    if (!a.cache_given) options.cache_path = plan::default_cache_path(comm::process_env());  // the edge
+    const comm::EnvMap env = comm::process_env();  // the edge
+    if (!a.cache_given) options.cache_path = plan::default_cache_path(env);
+    options.node_cpus = plan::node_cpus_from_env(env);
     if (options.cache_path == "-") options.cache_path.clear();
     const plan::Planning planning = plan::plan_layouts(config, options, std::cerr);
     std::cout << plan::format_planning(planning);

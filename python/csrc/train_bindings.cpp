@@ -110,7 +110,9 @@ void bind_train(py::module_& m) {
         options.nodes = nodes;
         options.memory_budget_mib = memory_budget_mib;
         // None (""): the default the environment gives; "-": keep nothing.
-        options.cache_path = cache.empty() ? plan::default_cache_path(comm::process_env()) : cache == "-" ? "" : cache;
+        const comm::EnvMap env = comm::process_env();
+        options.cache_path = cache.empty() ? plan::default_cache_path(env) : cache == "-" ? "" : cache;
+        options.node_cpus = plan::node_cpus_from_env(env);
         std::ostringstream warnings;
         plan::Planning planning;
         {

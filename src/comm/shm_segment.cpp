@@ -2,8 +2,8 @@
 // through the store, shm_unlink once all have mapped it. shm_wait: a spin,
 // then FUTEX_WAIT (shared, not private: the waker may be another process) in
 // slices of at most 50 ms, so a peer that left or died is noticed.
-#include "src/util/cpu_count.h"
 #include "src/comm/shm_segment.h"
+#include "src/comm/shm_wait_policy.h"
 #include "src/comm/shm_names.h"
 
 #include <c10/util/Exception.h>
@@ -29,17 +29,31 @@
 namespace paisoar::comm::detail {
 namespace {
 
-// A wait spins (when every rank has a core of its own) and then yields the
-// core for a while before it sleeps on the futex, whose wake-up costs tens
-// of microseconds more. Time, not counts: a pause lasts 10 to 140 cycles
-// depending on the processor. With more ranks than cores, spinning only
-// keeps the awaited rank off a core: yield at once, and longer (measured on
-// 4 ranks on 2 cores: 4 KiB allreduce 46 us spinning 20 us, 9 us not).
-constexpr auto kSpinFor = std::chrono::microseconds(20);
-constexpr auto kYieldFor = std::chrono::microseconds(200);
-constexpr auto kOversubscribedYieldFor = std::chrono::microseconds(1000);
+// This process's affinity mask into its slot, for the others to count.
+void write_affinity(ShmSlot& slot) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const bool known = ::sched_getaffinity(0, sizeof(set), &set) == 0;
+  for (int word = 0; word < 16; ++word) {
+    uint64_t bits = 0;
+    for (int bit = 0; bit < 64; ++bit) {
+      const int cpu = word * 64 + bit;
+      if (!known || (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set))) bits |= uint64_t{1} << bit;
+    }
+    slot.cpus[word] = bits;
+  }
+}
 
-int cpus_for_this_process() { return util::usable_cpus(); }
+// CPUs in the union of every rank's mask.
+int cpus_of_all(ShmSegment& segment) {
+  int count = 0;
+  for (int word = 0; word < 16; ++word) {
+    uint64_t bits = 0;
+    for (int r = 0; r < segment.size(); ++r) bits |= segment.slot(r).cpus[word];
+    count += __builtin_popcountll(bits);
+  }
+  return std::max(count, 1);
+}
 constexpr auto kSleepSlice = std::chrono::milliseconds(50);
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -83,7 +97,7 @@ bool process_gone(pid_t pid) {
 // Gloo on every rank): rank 0 publishes the name or "!reason", each rank its
 // mapping ("1" or "!reason"), then rank 0 the verdict ("ok" or "!reason").
 ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::milliseconds timeout)
-    : size_(size), oversubscribed_(size > cpus_for_this_process()) {
+    : size_(size) {
   const Layout layout(size);
   bytes_ = layout.total;
   slots_ = layout.slots;
@@ -140,6 +154,7 @@ ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::mill
     if (mapped != MAP_FAILED) {
       base_ = static_cast<uint8_t*>(mapped);
       slot(rank).pid = ::getpid();
+      write_affinity(slot(rank));
     }
     store.set("shm/mapped/" + std::to_string(rank), failure.empty() ? "1" : "!" + failure);
     std::string verdict;
@@ -168,6 +183,7 @@ ShmSegment::ShmSegment(const Store& store, int rank, int size, std::chrono::mill
     }
     TORCH_CHECK(failure.empty(), "shm backend: ", failure);
     TORCH_CHECK(verdict.empty(), "shm backend: ", verdict.substr(1));
+    oversubscribed_ = size > cpus_of_all(*this);
   } catch (...) {  // a refusal, or the store failing mid-way: leave nothing behind
     if (fd >= 0) ::close(fd);
     if (rank == 0 && !unlinked && !name.empty()) ::shm_unlink(name.c_str());
@@ -202,24 +218,33 @@ void shm_wake(std::atomic<uint32_t>& word) {
 bool shm_wait_until(std::atomic<uint32_t>& word, const std::function<bool()>& ready, const ShmWatch& watch,
                     std::chrono::steady_clock::time_point deadline, std::atomic<uint32_t>* sleepers) {
   if (ready()) return true;
+  // Spin, then yield, for as long as this thread's earlier waits say pays
+  // (shm_wait_policy.h); then sleep.
+  using Ended = ShmWaitPolicy::Ended;
+  ShmWaitPolicy& policy = ShmWaitPolicy::of_this_thread();
   const bool oversubscribed = watch.segment->oversubscribed();
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 1; !oversubscribed; ++i) {
-    if (ready()) return true;
+  auto ended = [&](Ended phase) {
+    policy.record(std::chrono::steady_clock::now() - start, phase, oversubscribed);
+    return true;
+  };
+  const auto spin_for = policy.spin(oversubscribed);
+  for (int i = 1; spin_for.count() > 0; ++i) {
+    if (ready()) return ended(Ended::kSpinning);
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
-    if (i % 64 == 0 && std::chrono::steady_clock::now() - start >= kSpinFor) break;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - start >= spin_for) break;
   }
-  const auto yield_until = std::chrono::steady_clock::now() + (oversubscribed ? kOversubscribedYieldFor : kYieldFor);
+  const auto yield_until = std::chrono::steady_clock::now() + policy.yield(oversubscribed);
   while (std::chrono::steady_clock::now() < yield_until) {
-    if (ready()) return true;
+    if (ready()) return ended(Ended::kYielding);
     ::sched_yield();
   }
   ShmSlot& peer = watch.segment->slot(watch.peer);
   while (true) {
     const uint32_t seen = word.load(std::memory_order_acquire);
-    if (ready()) return true;
+    if (ready()) return ended(Ended::kAsleep);
     if (watch.stopping->load()) C10_THROW_ERROR(DistBackendError, "shm backend: the group was closed on this rank");
     if (peer.left.load()) {
       C10_THROW_ERROR(DistBackendError, "shm backend: rank " + std::to_string(watch.peer) +

@@ -28,6 +28,7 @@ struct alignas(64) ShmSlot {
   std::atomic<uint32_t> sleepers;  // ranks asleep on `phase`: a post wakes them only when there are any
   int32_t pid;
   char signature[2][116];       // a collective's, checked across ranks (by step parity)
+  uint64_t cpus[16];            // the rank's CPU affinity mask (CPUs 0-1023), written before it reports mapped
 };
 
 struct alignas(64) ShmMailbox {
@@ -48,8 +49,10 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   int size() const { return size_; }
-  // More ranks than this process may run on at once (waits then yield
-  // instead of spinning).
+  // More ranks than the CPUs they may run on, all their affinity masks
+  // together (waits then yield instead of spinning): ranks bound to a core
+  // each are not, ranks sharing one mask larger than the group are not,
+  // four ranks on two CPUs are.
   bool oversubscribed() const { return oversubscribed_; }
   ShmSlot& slot(int rank);
   uint8_t* slot_data(int rank, int buffer);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/cpu_list.h"
+
 namespace paisoar::launch {
 
 struct LogicalCpu {
@@ -32,11 +34,8 @@ struct CpuTopology {
 CpuTopology read_cpu_topology(const std::string& sys_root = "/sys", const std::string& proc_root = "/proc",
                               std::vector<int> allowed = {});
 
-// "0-3,8,10-11" style list (the kernel's cpulist format) as ids; throws
-// std::invalid_argument on anything else.
-std::vector<int> parse_cpu_list(const std::string& text);
-
-// The ids as the kernel's cpulist text: {0,1,2,5} -> "0-2,5".
-std::string cpu_list_text(const std::vector<int>& ids);
+// The kernel's CPU list text, read and written here as by the library.
+using util::cpu_list_text;
+using util::parse_cpu_list;
 
 }  // namespace paisoar::launch

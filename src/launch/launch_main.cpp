@@ -370,6 +370,9 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   ctx.cpu_count = available_cpus();
   const std::vector<std::string> base_env = current_environment();
   const CpuTopology topology = read_cpu_topology();
+  std::vector<int> node_cpus;
+  for (const LogicalCpu& cpu : topology.cpus) node_cpus.push_back(cpu.id);
+  ctx.node_cpus = cpu_list_text(node_cpus);
   const CorePlacement placement = place_ranks_on_cores(topology, options.nproc_per_node, options.bind_to);
   if (options.report_bindings) {
     for (const std::string& line : describe_placement(placement, topology, global_rank(options, 0)))

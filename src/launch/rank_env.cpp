@@ -69,6 +69,7 @@ std::vector<std::string> build_rank_env(const LaunchOptions& options, const Rank
   if (!has_var(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
     set_var(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   set_var(env, "PAISOAR_RESTART_COUNT", restarts);
+  if (!ctx.node_cpus.empty()) set_var(env, "PAISOAR_NODE_CPUS", ctx.node_cpus);
   if (options.omp_num_threads) {
     set_var(env, "OMP_NUM_THREADS", std::to_string(*options.omp_num_threads));
   } else if (!has_var(env, "OMP_NUM_THREADS")) {

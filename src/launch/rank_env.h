@@ -19,6 +19,10 @@ struct RankEnvContext {
   std::string run_id;
   // Cores this launcher may use; the OMP_NUM_THREADS default is cpus / nproc_per_node.
   int cpu_count = 1;
+  // PAISOAR_NODE_CPUS: the CPUs this launcher may run on (cpulist text,
+  // "0-7"), which its ranks share; a rank bound to its own cores measures
+  // on them when it plans (`parallel: auto`). "" sets nothing.
+  std::string node_cpus;
   // PAISOAR_JOB_TOKEN for the ranks (see job_token.h); "" leaves base's.
   std::string job_token;
   // TORCHELASTIC_ERROR_FILE: where this rank's torch `@record` writes its

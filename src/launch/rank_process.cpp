@@ -11,6 +11,9 @@
 
 #include <cerrno>
 
+#include "launch/cpu_topology.h"
+#include "util/thread_affinity.h"
+
 namespace paisoar::launch {
 namespace {
 
@@ -41,35 +44,6 @@ struct SpawnSetup {
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
   }
-};
-
-// Binds the calling thread to `cpus` while it lives (a child that
-// posix_spawn starts from this thread inherits the mask), then restores the
-// thread's own mask. Nothing when `cpus` is empty.
-class ThreadAffinityScope {
- public:
-  explicit ThreadAffinityScope(const std::vector<int>& cpus) {
-    if (cpus.empty() || ::sched_getaffinity(0, sizeof(saved_), &saved_) != 0) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int id : cpus) {
-      if (id >= 0 && id < CPU_SETSIZE) CPU_SET(id, &set);
-    }
-    if (::sched_setaffinity(0, sizeof(set), &set) != 0)
-      throw SpawnError(std::string("cannot bind a rank to CPUs: ") + strerror(errno) +
-                           " (start the launcher with --bind_to none)",
-                       errno);
-    active_ = true;
-  }
-  ~ThreadAffinityScope() {
-    if (active_) ::sched_setaffinity(0, sizeof(saved_), &saved_);
-  }
-  ThreadAffinityScope(const ThreadAffinityScope&) = delete;
-  ThreadAffinityScope& operator=(const ThreadAffinityScope&) = delete;
-
- private:
-  cpu_set_t saved_{};
-  bool active_ = false;
 };
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
@@ -104,7 +78,11 @@ RankProcess spawn_rank(const std::vector<std::string>& argv, const std::vector<s
   std::vector<char*> c_argv = c_strings(argv);
   std::vector<char*> c_env = c_strings(env);
   pid_t pid = -1;
-  const ThreadAffinityScope bound(cpus);
+  const util::ScopedThreadAffinity bound(cpus);  // the child inherits this thread's mask
+  if (bound.error() != 0)
+    throw SpawnError(std::string("cannot bind a rank to CPUs ") + cpu_list_text(cpus) + ": " +
+                         strerror(bound.error()) + " (start the launcher with --bind_to none)",
+                     bound.error());
   int rc = posix_spawnp(&pid, c_argv[0], &setup.actions, &setup.attr, c_argv.data(), c_env.data());
   if (rc != 0) {
     throw SpawnError("cannot start '" + argv[0] + "': " + strerror(rc), rc);

@@ -31,7 +31,8 @@ void record_plan(const train::TrainConfig& config, const Planning& planning, con
 }  // namespace
 
 train::TrainConfig choose_layout(const train::TrainConfig& config, comm::Communicator& world, int ranks_per_node,
-                                 const std::string& cache_path, std::ostream& log) {
+                                 const std::string& cache_path, const std::vector<int>& node_cpus,
+                                 std::ostream& log) {
   if (!config.parallel.automatic) return config;
   const comm::Store store = world.store();
   if (world.rank() == 0 && !store.check({kKey})) {
@@ -41,6 +42,7 @@ train::TrainConfig choose_layout(const train::TrainConfig& config, comm::Communi
       options.nproc = world.size();
       options.nodes = std::max(1, world.size() / std::max(1, ranks_per_node));
       options.cache_path = cache_path;
+      options.node_cpus = node_cpus;
       const Planning planning = plan_layouts(config, options, log);
       const std::string table = format_planning(planning);
       log << "parallel: auto\n" << table;

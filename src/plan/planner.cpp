@@ -11,6 +11,8 @@
 #include "src/plan/cost_cache.h"
 #include "src/plan/cost_measurement.h"
 #include "src/util/cpu_count.h"
+#include "src/util/cpu_list.h"
+#include "src/util/thread_affinity.h"
 
 namespace paisoar::plan {
 namespace {
@@ -30,7 +32,7 @@ std::string refusal_reasons(const std::vector<DroppedLayout>& dropped) {
 PlanMachine machine_for(const train::TrainConfig& config, const PlanOptions& options) {
   PlanMachine m;
   m.per_node = options.nproc / options.nodes;
-  m.cores = util::usable_cpus();
+  m.cores = options.node_cpus.empty() ? util::usable_cpus() : static_cast<int>(options.node_cpus.size());
   m.threads = std::max(1, m.cores / m.per_node);
   m.device = train::resolve_device(config.device, 0);
   const bool across_hosts = options.nodes > 1 || config.distributed.backend == "gloo";
@@ -47,6 +49,16 @@ std::string describe_machine(const PlanMachine& m) {
 }
 
 }  // namespace
+
+std::vector<int> node_cpus_from_env(const comm::EnvMap& env) {
+  const auto it = env.find("PAISOAR_NODE_CPUS");
+  if (it == env.end()) return {};
+  try {
+    return util::parse_cpu_list(it->second);
+  } catch (const std::invalid_argument&) {
+    return {};
+  }
+}
 
 std::string default_cache_path(const comm::EnvMap& env) {
   const auto set = [&env](const char* name) {
@@ -72,6 +84,8 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
                              " ranks:" + refusal_reasons(out.dropped));
   }
   PlanMachine machine = machine_for(config, options);
+  // The measuring threads run where the node's ranks will (inherited from this thread).
+  const util::ScopedThreadAffinity on_node(options.node_cpus);
   CostCache cache(options.cache_path, log);
   const CostInputs in = measure_costs(config, candidates.layouts, machine, cache);
   cache.save();

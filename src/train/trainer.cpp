@@ -26,7 +26,7 @@ TrainConfig planned(TrainConfig config, comm::Communicator* comm, const RunEnvir
   if (!comm) C10_THROW_ERROR(ValueError, "Trainer: the communicator is null");
   // Ranks as threads of one process (no launcher's variables): one node.
   const int per_node = run.job.world_size == comm->size() ? run.job.local_world_size : comm->size();
-  return plan::choose_layout(config, *comm, per_node, run.plan_cache, std::cout);
+  return plan::choose_layout(config, *comm, per_node, run.plan_cache, run.node_cpus, std::cout);
 }
 
 }  // namespace

@@ -101,6 +101,13 @@ TEST(RankEnv, OmpNumThreadsPrecedence) {
   EXPECT_EQ(as_map(build_rank_env(o, ctx, {"OMP_NUM_THREADS=7"}))["OMP_NUM_THREADS"], "5");
 }
 
+TEST(RankEnv, NodeCpusNameTheLaunchersMask) {
+  RankEnvContext ctx;
+  EXPECT_EQ(as_map(build_rank_env(two_nodes_of_two(), ctx, {})).count("PAISOAR_NODE_CPUS"), 0u);
+  ctx.node_cpus = "0-7";
+  EXPECT_EQ(as_map(build_rank_env(two_nodes_of_two(), ctx, {"PAISOAR_NODE_CPUS=3"}))["PAISOAR_NODE_CPUS"], "0-7");
+}
+
 TEST(RankEnv, RunIdsAreRandomHex) {
   std::string a = make_run_id(), b = make_run_id();
   EXPECT_EQ(a.size(), 16u);

@@ -1,11 +1,13 @@
 // The planner's cost cache keeps what it was given, and a file that is not
 // one (not JSON, another format, a negative or non-numeric measurement) is
-// ignored with a warning naming it, never trusted, and written anew.
+// ignored with a warning naming it, never trusted, and written anew. Where
+// the planner measures: the node's CPUs from the launcher.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "paisoar/plan/planner.h"
 #include "src/plan/cost_cache.h"
 #include "tests/support/temp_dir.h"
 
@@ -66,6 +68,21 @@ TEST(CostCache, AFileThatIsNotOneIsIgnoredWithAWarningAndRewritten) {
     plan::CostCache rewritten(path, quiet);
     EXPECT_EQ(quiet.str(), "") << "the file is a valid cache again";
   }
+}
+
+}  // namespace
+}  // namespace paisoar
+
+namespace paisoar {
+namespace {
+
+// Where the planner measures inside a rank the launcher bound to its own
+// cores: the node's CPUs, from PAISOAR_NODE_CPUS; nothing when it is absent
+// or not a CPU list (then the planning thread's own mask).
+TEST(PlanSite, NodeCpusComeFromTheLaunchersVariable) {
+  EXPECT_EQ(plan::node_cpus_from_env({{"PAISOAR_NODE_CPUS", "0-3,8"}}), (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_TRUE(plan::node_cpus_from_env({}).empty());
+  EXPECT_TRUE(plan::node_cpus_from_env({{"PAISOAR_NODE_CPUS", "seven"}}).empty());
 }
 
 }  // namespace

@@ -25,6 +25,10 @@ struct PlanOptions {
   // The measurements kept between plans ("": none); the apps pass
   // default_cache_path(the process environment).
   std::string cache_path;
+  // The CPUs one node's ranks share, where the measurements run (a rank
+  // bound to its own cores widens its planning thread to them); empty: the
+  // calling thread's own mask. The apps pass node_cpus_from_env(...).
+  std::vector<int> node_cpus;
 };
 
 struct RankedPlan {
@@ -49,6 +53,10 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
 // $HOME/.cache/paisoar/plan_costs.json, from `env` (comm::process_env() at
 // the edge); "" when none is set.
 std::string default_cache_path(const comm::EnvMap& env);
+
+// PAISOAR_NODE_CPUS ("0-7", set by `paisoar launch`) from `env` as CPU ids;
+// empty when it is not set or not a CPU list.
+std::vector<int> node_cpus_from_env(const comm::EnvMap& env);
 
 // The ranked table as `paisoar plan` prints it, and the dropped layouts.
 std::string format_planning(const Planning& planning);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "paisoar/comm/env.h"
 #include "paisoar/format/file_system.h"
@@ -24,6 +25,9 @@ struct RunEnvironment {
   // Where `parallel: auto` keeps the planner's measurements
   // (plan::default_cache_path of the environment); "": nowhere.
   std::string plan_cache;
+  // The CPUs this node's ranks share (PAISOAR_NODE_CPUS from `paisoar
+  // launch`), where `parallel: auto` measures; empty: rank 0's own mask.
+  std::vector<int> node_cpus;
   // The run only reads checkpoint.dir (Trainer::reshard): no rank creates,
   // locks or writes it.
   bool checkpoints_read_only = false;
