@@ -149,7 +149,10 @@ std::shared_ptr<Communicator> Communicator::new_group(std::vector<int> ranks) {
   auto& parent = *state_;
   std::sort(ranks.begin(), ranks.end());
   std::string listed;
-  for (int r : ranks) listed += (listed.empty() ? "" : ",") + std::to_string(r);
+  for (int r : ranks) {
+    if (!listed.empty()) listed += ',';
+    listed += std::to_string(r);
+  }
   if (ranks.empty() || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() ||
       ranks.front() < 0 || ranks.back() >= parent.size) {
     C10_THROW_ERROR(ValueError, "new_group([" + listed + "]) on group '" + parent.name +

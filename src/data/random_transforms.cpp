@@ -76,7 +76,7 @@ Image affine(const Image& src, double angle_degrees, int64_t tx, int64_t ty, uin
       const int64_t ix = sx < 0 ? -1 : static_cast<int64_t>(sx);
       const int64_t iy = sy < 0 ? -1 : static_cast<int64_t>(sy);
       if (ix < 0 || ix >= src.width || iy < 0 || iy >= src.height) {
-        std::fill(dst, dst + c, fill);
+        for (int64_t k = 0; k < c; ++k) dst[k] = fill;
       } else {
         std::copy_n(src.row(iy) + ix * c, c, dst);
       }

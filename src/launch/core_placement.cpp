@@ -138,12 +138,18 @@ std::vector<std::string> describe_placement(const CorePlacement& placement, cons
     const std::vector<int>& cpus = placement.cpus_of_rank[i];
     std::set<int> nodes;
     for (int id : cpus) nodes.insert(numa_of[id]);
-    std::string node_text;
-    for (int n : nodes) node_text += (node_text.empty() ? "" : ",") + std::to_string(n);
-    lines.push_back("rank " + std::to_string(first_global_rank + static_cast<int>(i)) + " (local " +
-                    std::to_string(i) + "): CPUs " + cpu_list_text(cpus) + " (" +
-                    plural(placement.units_per_rank, placement.unit) + ", NUMA node" +
-                    (nodes.size() == 1 ? " " : "s ") + node_text + ")");
+    std::string line = "rank " + std::to_string(first_global_rank + static_cast<int>(i)) + " (local " +
+                       std::to_string(i) + "): CPUs " + cpu_list_text(cpus) + " (" +
+                       plural(placement.units_per_rank, placement.unit) + ", NUMA node";
+    line += nodes.size() == 1 ? " " : "s ";
+    bool first = true;
+    for (int n : nodes) {
+      if (!first) line += ',';
+      line += std::to_string(n);
+      first = false;
+    }
+    line += ')';
+    lines.push_back(std::move(line));
   }
   return lines;
 }

@@ -127,9 +127,11 @@ std::vector<int> NodeLink::missing_nodes() const {
 
 std::string NodeLink::missing_message(const std::vector<int>& missing) const {
   std::string who;
-  for (std::size_t i = 0; i < missing.size(); ++i)
-    who += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + std::to_string(missing[i]);
-  if (missing.empty()) who = "?";  // only after the grace in join(): a node that never counted itself
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    who += i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ";
+    who += std::to_string(missing[i]);
+  }
+  if (missing.empty()) who.push_back('?');  // only after the grace in join(): a node that never counted itself
   return std::string(missing.size() > 1 ? "nodes " : "node ") + who +
          (generation_ == 0 ? " did not join" : " did not rejoin") + " within " +
          format_seconds(options_.join_timeout_s) + " s (--join_timeout)";

@@ -85,7 +85,10 @@ std::vector<LayerCost> profile_layers(const models::LayerSequence& model, const 
     const models::Layer& layer = model.layer(i);
     LayerCost cost;
     cost.name = layer.name;
-    if (layer.modules.size() == 1) cost.name += ":" + short_name(layer.modules[0].second->name());
+    if (layer.modules.size() == 1) {
+      cost.name += ':';
+      cost.name += short_name(layer.modules[0].second->name());
+    }
     for (const auto& p : layer.parameters()) cost.memory_bytes += 2 * p.nbytes();
     for (const auto& p : layer.parameters()) cost.parameter_bytes += p.nbytes();
     std::vector<double> times, forward_times;

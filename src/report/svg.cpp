@@ -23,7 +23,11 @@ std::string path_data(const std::vector<Point>& points, bool close) {
       pen_down = false;
       continue;
     }
-    d += (pen_down ? "L" : "M") + num(p.x) + " " + num(p.y) + " ";
+    d += pen_down ? 'L' : 'M';
+    d += num(p.x);
+    d += ' ';
+    d += num(p.y);
+    d += ' ';
     pen_down = true;
   }
   if (close && !d.empty()) d += "Z";

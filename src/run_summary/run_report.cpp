@@ -46,7 +46,8 @@ void add_rank_scalars(format::EventWriter& events, const std::vector<RankLog>& r
   if (ranks.empty()) return;
   std::vector<double> busy;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    const std::string suffix = "/" + std::to_string(r);
+    std::string suffix = "/";
+    suffix += std::to_string(r);
     events.add_scalar("rank/step_ms" + suffix, ranks[r].step_ms, step, now);
     events.add_scalar("rank/busy_ms" + suffix, ranks[r].busy_ms, step, now);
     if (ranks[r].resident_mb >= 0) events.add_scalar("memory/resident_mb" + suffix, ranks[r].resident_mb, step, now);
@@ -152,7 +153,12 @@ void RunReport::log_step(const StepLog& s) {
       events_->add_scalar(tag, value, s.step, now);
     }
     if (s.grad_norm >= 0) events_->add_scalar("train/grad_norm", s.grad_norm, s.step, now);
-    for (const auto& [name, ms] : s.phases_ms) events_->add_scalar("phase/" + name + "_ms", ms, s.step, now);
+    for (const auto& [name, ms] : s.phases_ms) {
+      std::string tag = "phase/";
+      tag += name;
+      tag += "_ms";
+      events_->add_scalar(tag, ms, s.step, now);
+    }
     add_rank_scalars(*events_, s.ranks, s.step, now);
     events_->flush();
   }

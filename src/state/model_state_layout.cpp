@@ -24,7 +24,10 @@ std::string cut_text(const ModelCut& cut) {
 
 std::string bounds_text(const std::vector<int>& bounds) {
   std::string text;
-  for (int b : bounds) text += (text.empty() ? "" : ",") + std::to_string(b);
+  for (int b : bounds) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(b);
+  }
   return text;
 }
 

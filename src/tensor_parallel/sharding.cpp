@@ -73,7 +73,12 @@ std::map<std::string, ParameterSplit> parameter_splits(const torch::nn::Module& 
 }
 
 std::string split_text(const ParameterSplit& split) {
-  return std::to_string(split.dim) + (split.parts == 1 ? "" : "/" + std::to_string(split.parts));
+  std::string text = std::to_string(split.dim);
+  if (split.parts != 1) {
+    text += '/';
+    text += std::to_string(split.parts);
+  }
+  return text;
 }
 
 ParameterSplit parse_split(const std::string& text, const std::string& what) {

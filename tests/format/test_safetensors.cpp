@@ -92,7 +92,11 @@ TEST(Safetensors, HeaderFollowsTheFormat) {
 
 // The Python peer runs in the project's venv (tests/support/python.h), with
 // torch and Hugging Face's safetensors package.
-std::string peer() { return std::string(PAISOAR_FORMAT_TEST_DIR) + "/safetensors_peer.py"; }
+std::string peer() {
+  std::string path = PAISOAR_FORMAT_TEST_DIR;
+  path += "/safetensors_peer.py";
+  return path;
+}
 
 TEST(Safetensors, PythonReadsOurFile) {
   TempDir dir("safetensors");

@@ -96,7 +96,7 @@ std::vector<Record> small_records() {
   std::vector<Record> records;
   for (int i = 0; i < 4; ++i) {
     Record r;
-    r.key = "k" + std::to_string(i);
+    r.key = {'k', static_cast<char>('0' + i)};
     r.label = i * 3;
     r.ext = "pgm";
     r.payload.assign(static_cast<size_t>(100 + 300 * i), static_cast<uint8_t>(i * 41));

@@ -30,9 +30,17 @@ struct HybridCase {
 
 std::string case_name(const ::testing::TestParamInfo<HybridCase>& info) {
   const auto& c = info.param;
-  return "D" + std::to_string(c.layout.data) + "P" + std::to_string(c.layout.pipeline) + "T" +
-         std::to_string(c.layout.tensor) + "_" + pipeline::to_string(c.schedule) + "_M" +
-         std::to_string(c.micro_batches);
+  std::string name(1, 'D');
+  name += std::to_string(c.layout.data);
+  name += 'P';
+  name += std::to_string(c.layout.pipeline);
+  name += 'T';
+  name += std::to_string(c.layout.tensor);
+  name += '_';
+  name += pipeline::to_string(c.schedule);
+  name += "_M";
+  name += std::to_string(c.micro_batches);
+  return name;
 }
 
 class HybridStep : public ::testing::TestWithParam<HybridCase> {};

@@ -104,9 +104,12 @@ TEST(ModelsAgainstPyTorch, Vgg16IsTorchvisions) {
 json gpt_in_python(const std::vector<paisoar::models::GptOptions>& configs) {
   std::string args;
   for (const auto& o : configs) {
-    args += "(" + std::to_string(o.vocab_size) + ", " + std::to_string(o.block_size) + ", " +
-            std::to_string(o.n_layer) + ", " + std::to_string(o.n_head) + ", " + std::to_string(o.n_embd) + ", " +
-            (o.bias ? "True" : "False") + "), ";
+    args += '(';
+    for (int64_t v : {o.vocab_size, o.block_size, o.n_layer, o.n_head, o.n_embd}) {
+      args += std::to_string(v);
+      args += ", ";
+    }
+    args += o.bias ? "True), " : "False), ";
   }
   std::string code =
       "import json, torch, gpt_peer\n"

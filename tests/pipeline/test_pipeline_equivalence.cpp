@@ -107,14 +107,14 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-}  // namespace
-
 TEST_P(PipelineEquivalence, LossAndGradientsEqualTheWholeModel) {
   const Case c = GetParam();
   expect_pipeline_matches(c.stages, c.micro_batches, c.schedule, 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineEquivalence, ::testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
 
 TEST(PipelineEquivalenceUneven, MicroBatchesOfUnequalSizeAreWeightedByRows) {
   // 10 rows in 4 micro-batches: 3, 3, 2, 2.
