@@ -94,6 +94,11 @@ std::string plural(int n, const std::string& word) {
 
 }  // namespace
 
+BindTo bind_for_program(BindTo asked, bool runs_under_python) {
+  if (asked != BindTo::kAuto) return asked;
+  return runs_under_python ? BindTo::kNone : BindTo::kCore;
+}
+
 CorePlacement place_ranks_on_cores(const CpuTopology& topology, int local_ranks, BindTo bind_to) {
   CorePlacement p;
   if (bind_to == BindTo::kNone) {

@@ -373,7 +373,10 @@ int run_launcher(LaunchOptions options, const std::string& token) {
   std::vector<int> node_cpus;
   for (const LogicalCpu& cpu : topology.cpus) node_cpus.push_back(cpu.id);
   ctx.node_cpus = cpu_list_text(node_cpus);
-  const CorePlacement placement = place_ranks_on_cores(topology, options.nproc_per_node, options.bind_to);
+  const BindTo bind = bind_for_program(options.bind_to, runs_under_python(options.program, options.python_mode));
+  CorePlacement placement = place_ranks_on_cores(topology, options.nproc_per_node, bind);
+  if (options.bind_to == BindTo::kAuto && bind == BindTo::kNone)
+    placement.why_unbound = "the program runs under Python (--bind_to auto, as torchrun; --bind_to core binds it)";
   if (options.report_bindings) {
     for (const std::string& line : describe_placement(placement, topology, global_rank(options, 0)))
       message(line);

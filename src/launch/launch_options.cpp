@@ -74,7 +74,7 @@ struct LaunchCli {
   std::string tee = "0";
   std::string local_ranks_filter;
   std::string start_method = "spawn";
-  std::string bind_to = "core";
+  std::string bind_to = "auto";
   bool standalone = false;
   bool no_python = false;
   bool module = false;
@@ -184,7 +184,7 @@ struct LaunchCli {
                    "core: bind each rank to cores/nproc whole cores, spread across NUMA nodes, when there "
                    "are at least as many cores (else hardware threads) as ranks, within the launcher's "
                    "affinity mask and cgroup quota (as Open MPI's --bind-to core); none: leave the ranks "
-                   "unbound")
+                   "unbound; auto: core, but none for a program run under Python (as torchrun)")
         ->capture_default_str();
     app.add_flag("--report_bindings,--report-bindings", options.report_bindings,
                  "Print the CPUs each rank of this node is bound to (or why none are)");
@@ -353,12 +353,14 @@ void apply_torchrun_values(LaunchCli& cli, LaunchOptions& o, const NodeDevices& 
   } else if (cli.no_python) {
     o.python_mode = PythonMode::kNever;
   }
-  if (cli.bind_to == "core") {
+  if (cli.bind_to == "auto") {
+    o.bind_to = BindTo::kAuto;
+  } else if (cli.bind_to == "core") {
     o.bind_to = BindTo::kCore;
   } else if (cli.bind_to == "none") {
     o.bind_to = BindTo::kNone;
   } else {
-    usage("--bind_to must be core or none, got '" + cli.bind_to + "'.");
+    usage("--bind_to must be auto, core or none, got '" + cli.bind_to + "'.");
   }
   if (cli.start_method != "spawn" && cli.start_method != "fork" && cli.start_method != "forkserver")
     usage("--start-method must be spawn, fork or forkserver, got '" + cli.start_method + "'.");

@@ -64,8 +64,10 @@ struct LaunchOptions {
   // generation of the job (its start and every restart) before it ends the
   // job (--join-timeout, or --rdzv-conf join_timeout=S).
   double join_timeout_s = 60.0;
-  // Whether ranks are bound to cores (--bind_to core|none, core_placement.h).
-  BindTo bind_to = BindTo::kCore;
+  // Whether ranks are bound to cores (--bind_to auto|core|none,
+  // core_placement.h); auto: core for a program run directly, none for one
+  // run under Python (see bind_for_program).
+  BindTo bind_to = BindTo::kAuto;
   // Print each rank's CPUs (--report_bindings).
   bool report_bindings = false;
   // OMP_NUM_THREADS for the ranks; unset: keep the user's, else cores / nproc_per_node.

@@ -94,6 +94,13 @@ TEST(CorePlacement, TheFlagTurnsItOff) {
   EXPECT_EQ(p.why_unbound, "--bind_to none");
 }
 
+TEST(CorePlacement, AutoBindsProgramsRunDirectlyAndLeavesPythonOnesAsTorchrun) {
+  EXPECT_EQ(bind_for_program(BindTo::kAuto, false), BindTo::kCore);
+  EXPECT_EQ(bind_for_program(BindTo::kAuto, true), BindTo::kNone);
+  EXPECT_EQ(bind_for_program(BindTo::kCore, true), BindTo::kCore);
+  EXPECT_EQ(bind_for_program(BindTo::kNone, false), BindTo::kNone);
+}
+
 TEST(CorePlacement, AnExistingMaskIsRespected) {
   // The launcher may run on CPUs 2, 3, 6 and 7 only (taskset, a cpuset).
   CpuTopology t;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -117,6 +118,43 @@ TEST(LaunchBinding, BindToNoneLeavesTheRanksTheLaunchersMask) {
   EXPECT_NE(r.err.find("ranks not bound to cores: --bind_to none"), std::string::npos) << r.err;
 }
 
+// A program run under Python is left unbound unless --bind_to core asks
+// (core_placement.h, bind_for_program: torch's Gloo aborts bound Python
+// ranks at exit). The rank is a Python script that imports nothing.
+TEST(LaunchBinding, PythonProgramsAreBoundOnlyWhenAsked) {
+  const std::vector<int> mine = own_cpus();
+  ASSERT_GE(mine.size(), 2u) << "this test needs a machine with at least 2 CPUs";
+  const std::string script = ::testing::TempDir() + "/print_cpus_" + std::to_string(::getpid()) + ".py";
+  {
+    FILE* f = std::fopen(script.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("for line in open('/proc/self/status'):\n"
+               "    if line.startswith('Cpus_allowed_list:'):\n"
+               "        print('CPUS=' + line.split()[1], flush=True)\n",
+               f);
+    std::fclose(f);
+  }
+  const std::vector<std::string> env = {"PAISOAR_PYTHON=" + std::string(TORCH_PYTHON)};
+  auto run = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"launch", "--master_port", "0", "--nproc_per_node", "2", "--report_bindings"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(script);
+    LauncherRun launcher(args, env);
+    return launcher.finish();
+  };
+  const RunResult unbound = run({});
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.err;
+  EXPECT_EQ(cpus_by_rank(unbound).at(0), mine);
+  EXPECT_EQ(cpus_by_rank(unbound).at(1), mine);
+  EXPECT_NE(unbound.err.find("ranks not bound to cores: the program runs under Python"), std::string::npos)
+      << unbound.err;
+  const RunResult bound = run({"--bind_to", "core"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_EQ(cpus_by_rank(bound).at(0).size() * 2, mine.size());
+  EXPECT_NE(cpus_by_rank(bound).at(0), cpus_by_rank(bound).at(1));
+  std::remove(script.c_str());
+}
+
 TEST(LaunchBinding, ReportBindingsNamesEachRanksCpus) {
   const std::vector<int> mine = own_cpus();
   ASSERT_GE(mine.size(), 2u) << "this test needs a machine with at least 2 CPUs";
@@ -133,7 +171,7 @@ TEST(LaunchBinding, ReportBindingsNamesEachRanksCpus) {
 TEST(LaunchBinding, ABadValueIsNamed) {
   const RunResult r = run_paisoar({"launch", "--bind_to", "socket", LAUNCH_PROBE});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--bind_to must be core or none, got 'socket'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--bind_to must be auto, core or none, got 'socket'"), std::string::npos) << r.err;
 }
 
 }  // namespace
