@@ -21,6 +21,7 @@
 #include "apps/paisoar-core/commands.h"
 #include "bench/child_process.h"
 #include "bench/photo_set.h"
+#include "paisoar/comm/env.h"
 #include "paisoar/error.h"
 #include "paisoar/plan/planner.h"
 #include "paisoar/train/train_config.h"
@@ -34,7 +35,7 @@ struct PlanBenchOptions {
   int steps = 30;
   int repeats = 3;  // runs of each layout, in rotation: the median is kept, the spread shown
   std::string json = "plan_bench.json";
-  std::string cache;  // the planner's cost cache ("": its default)
+  std::string cache;  // the planner's cost cache ("": its default, "-": none)
   std::string work_dir = "/tmp/paisoar_bench_plan";
 };
 
@@ -125,7 +126,7 @@ int run_plan_bench(const PlanBenchOptions& o) {
       const train::TrainConfig config = train::load_config("", sets);
       plan::PlanOptions options;
       options.nproc = nproc;
-      options.cache_path = o.cache;
+      options.cache_path = plan::cache_path_from_flag(o.cache, comm::process_env());
       const plan::Planning planning = plan::plan_layouts(config, options, std::cerr);
       std::printf("\n== %s on %d ranks: %zu feasible layouts (%s)\n", model.c_str(), nproc, planning.feasible.size(),
                   planning.machine.c_str());

@@ -19,7 +19,6 @@ struct PlanArgs {
   std::vector<std::string> sets;
   plan::PlanOptions options;
   std::string json;
-  bool cache_given = false;
 };
 
 int run_plan(const PlanArgs& a) {
@@ -27,9 +26,8 @@ int run_plan(const PlanArgs& a) {
     const train::TrainConfig config = train::load_config(a.config, a.sets);
     plan::PlanOptions options = a.options;
     const comm::EnvMap env = comm::process_env();  // the edge
-    if (!a.cache_given) options.cache_path = plan::default_cache_path(env);
+    options.cache_path = plan::cache_path_from_flag(a.options.cache_path, env);
     options.node_cpus = plan::node_cpus_from_env(env);
-    if (options.cache_path == "-") options.cache_path.clear();
     const plan::Planning planning = plan::plan_layouts(config, options, std::cerr);
     std::cout << plan::format_planning(planning);
     if (!a.json.empty()) {
@@ -66,13 +64,10 @@ Command add_plan_command(CLI::App& app) {
                   "MiB per rank a layout may use (default: memory.budget_mb; 0: no limit)")
       ->check(CLI::Range(0.0, 1e12));
   cmd->add_option("--json", a->json, "also write the ranking as a JSON list to this file (-: stdout)");
-  auto* cache = cmd->add_option("--cache", a->options.cache_path,
-                                "the measurements kept between plans (default $PAISOAR_PLAN_CACHE, else "
-                                "~/.cache/paisoar/plan_costs.json; -: none)");
-  return [a, cache](int, char**) {
-    a->cache_given = cache->count() > 0;
-    return run_plan(*a);
-  };
+  cmd->add_option("--cache", a->options.cache_path,
+                  "the measurements kept between plans (default $PAISOAR_PLAN_CACHE, else "
+                  "~/.cache/paisoar/plan_costs.json; -: none)");
+  return [a](int, char**) { return run_plan(*a); };
 }
 
 }  // namespace paisoar::app

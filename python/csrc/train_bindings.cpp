@@ -29,7 +29,7 @@ struct PythonForward {
     py::object out = (*model)(x);
     TORCH_CHECK_TYPE(THPVariable_Check(out.ptr()),
                      "paisoar.train: the model's forward must return one tensor (the logits), got ",
-                     std::string(py::str(out.get_type())));
+                     std::string(py::str(py::type::handle_of(out))));
     return out.cast<torch::Tensor>();
   }
   PyRef model;
@@ -109,9 +109,8 @@ void bind_train(py::module_& m) {
         options.nproc = nproc;
         options.nodes = nodes;
         options.memory_budget_mib = memory_budget_mib;
-        // None (""): the default the environment gives; "-": keep nothing.
         const comm::EnvMap env = comm::process_env();
-        options.cache_path = cache.empty() ? plan::default_cache_path(env) : cache == "-" ? "" : cache;
+        options.cache_path = plan::cache_path_from_flag(cache, env);
         options.node_cpus = plan::node_cpus_from_env(env);
         std::ostringstream warnings;
         plan::Planning planning;

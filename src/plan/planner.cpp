@@ -50,6 +50,11 @@ std::string describe_machine(const PlanMachine& m) {
 
 }  // namespace
 
+std::string cache_path_from_flag(const std::string& flag, const comm::EnvMap& env) {
+  if (flag.empty()) return default_cache_path(env);
+  return flag == "-" ? "" : flag;
+}
+
 std::vector<int> node_cpus_from_env(const comm::EnvMap& env) {
   const auto it = env.find("PAISOAR_NODE_CPUS");
   if (it == env.end()) return {};

@@ -79,6 +79,15 @@ namespace {
 // Where the planner measures inside a rank the launcher bound to its own
 // cores: the node's CPUs, from PAISOAR_NODE_CPUS; nothing when it is absent
 // or not a CPU list (then the planning thread's own mask).
+// --cache (bench plan, paisoar plan, paisoar.plan's cache=): "" the default
+// the environment gives, "-" none, else the path.
+TEST(PlanSite, TheCacheFlagNamesAPathTheDefaultOrNone) {
+  const comm::EnvMap env{{"PAISOAR_PLAN_CACHE", "/tmp/costs.json"}};
+  EXPECT_EQ(plan::cache_path_from_flag("", env), "/tmp/costs.json");
+  EXPECT_EQ(plan::cache_path_from_flag("-", env), "");
+  EXPECT_EQ(plan::cache_path_from_flag("mine.json", env), "mine.json");
+}
+
 TEST(PlanSite, NodeCpusComeFromTheLaunchersVariable) {
   EXPECT_EQ(plan::node_cpus_from_env({{"PAISOAR_NODE_CPUS", "0-3,8"}}), (std::vector<int>{0, 1, 2, 3, 8}));
   EXPECT_TRUE(plan::node_cpus_from_env({}).empty());

@@ -54,6 +54,10 @@ Planning plan_layouts(const train::TrainConfig& config, const PlanOptions& optio
 // the edge); "" when none is set.
 std::string default_cache_path(const comm::EnvMap& env);
 
+// The cost cache a `--cache` flag (or paisoar.plan's cache=) names: its
+// path; "" (not given): default_cache_path(env); "-": none ("").
+std::string cache_path_from_flag(const std::string& flag, const comm::EnvMap& env);
+
 // PAISOAR_NODE_CPUS ("0-7", set by `paisoar launch`) from `env` as CPU ids;
 // empty when it is not set or not a CPU list.
 std::vector<int> node_cpus_from_env(const comm::EnvMap& env);
