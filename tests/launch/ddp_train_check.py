@@ -76,6 +76,13 @@ def main() -> int:
             print(f"MISMATCH rank=0: the loss did not fall: {ref_losses}", flush=True)
             return 1
     print(f"TRAINED rank={rank} world={world} loss {losses[0]:.4f} -> {losses[-1]:.4f}", flush=True)
+    # DDP holds the group: drop it first, so destroy_process_group ends the
+    # group's Gloo threads here, while this frame still holds the tensors of
+    # the last collectives. Otherwise a thread frees its last collective
+    # (whose tensors only it then holds) during interpreter shutdown, and
+    # torch 2.14 aborts the rank ("terminate called without an active
+    # exception"), more often the busier the machine is.
+    del ddp
     dist.destroy_process_group()
     return 0
 
